@@ -1,0 +1,36 @@
+# Two commands on a fresh machine: `make verify` and `make test`.  Both build .venv first.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+SEED   ?= 0
+
+.PHONY: setup verify test test-thorough bench lint clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+verify: $(STAMP)
+	$(PY) -m verify selfcheck --seed $(SEED) --out reports
+
+test: $(STAMP)
+	$(PY) -m ruff check verify theorems property_tests
+	$(PY) -m pytest -q verify property_tests
+
+test-thorough: $(STAMP)
+	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -q verify property_tests
+
+bench: $(STAMP)
+	mkdir -p reports/benchmarks
+	$(PY) -m pytest -q property_tests/benchmarks --benchmark-only --benchmark-json=reports/benchmarks/latest.json
+
+lint: $(STAMP)
+	$(PY) -m ruff check verify theorems property_tests
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .benchmarks

@@ -1,0 +1,124 @@
+"""The attention field F_theta and its exact first derivatives.
+
+For one sequence X = (x_1, ..., x_n), x_i in R^d, stored as rows of an (n, d) array,
+
+    l_ij = beta <Q x_i, K x_j>,    P_ij = softmax_j(l_ij)  (j <= i only when causal),
+    F(X)_i = sum_j P_ij V x_j.
+
+On a collection of shape (N, n, d) the field acts sequence by sequence with the same block, so
+its Jacobian is block diagonal; :func:`jacobian` returns the N diagonal blocks, each
+(n d) x (n d) with rows and columns ordered (token, coordinate).
+
+The Jacobian-vector product is analytic (no finite differences): with U the direction,
+
+    dl_ij = beta (<Q u_i, K x_j> + <Q x_i, K u_j>),
+    dP_ij = P_ij (dl_ij - sum_r P_ir dl_ir),
+    dF_i  = sum_j dP_ij V x_j + P_ij V u_j.
+
+Everything is written against the array API standard: the namespace is the one of ``X``
+(NumPy, array-api-strict, CuPy, or NumPy object arrays of mpmath numbers).
+
+>>> import numpy as np
+>>> from verify.blocks import gaussian_blocks
+>>> b0, _ = gaussian_blocks(seed=1, d=2)
+>>> X = np.random.default_rng(0).normal(size=(3, 4, 2))
+>>> field(b0, X).shape, jacobian(b0, X).shape
+((3, 4, 2), (3, 8, 8))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .backend import namespace_of
+from .blocks import Block
+
+
+def block_arrays(block: Block, xp: Any, like: Any = None) -> tuple[Any, Any, Any]:
+    """Q^T, K^T, V^T in namespace ``xp`` (transposed: tokens are rows, so Q x_i = (X Q^T)_i)."""
+    kw = {} if like is None or not hasattr(like, "dtype") or xp.__name__ == "mpmath" else {"dtype": like.dtype}
+    return tuple(xp.matrix_transpose(xp.asarray(m, **kw)) for m in (block.Q, block.K, block.V))  # type: ignore[return-value]
+
+
+def causal_mask(xp: Any, n: int) -> Any:
+    """Boolean (n, n) array, True where j <= i."""
+    return _bool_matrix(xp, np.tril(np.ones((n, n), dtype=bool)))
+
+
+def _bool_matrix(xp: Any, m: np.ndarray) -> Any:
+    return m if xp.__name__ == "mpmath" else xp.asarray(m)
+
+
+def softmax_weights(block: Block, X: Any) -> Any:
+    """Attention weights P of shape (..., n, n), computed stably.
+
+    Rows are shifted by their largest admissible logit before exponentiation; under a causal
+    mask the excluded logits are first replaced by the diagonal one, so no infinities appear in
+    any backend.
+    """
+    xp = namespace_of(X)
+    Qt, Kt, _ = block_arrays(block, xp, X)
+    L = block.beta * xp.matmul(xp.matmul(X, Qt), xp.matrix_transpose(xp.matmul(X, Kt)))
+    E = shifted_exp(xp, L, block.causal)
+    return E / xp.sum(E, axis=-1, keepdims=True)
+
+
+def shifted_exp(xp: Any, L: Any, causal: bool) -> Any:
+    """exp(L - rowmax) on the admissible entries (j <= i when causal), 0 elsewhere."""
+    if not causal:
+        return xp.exp(L - xp.max(L, axis=-1, keepdims=True))
+    n = L.shape[-1]
+    mask = causal_mask(xp, n)
+    zero = 0 * L
+    diag = xp.sum(xp.where(_bool_matrix(xp, np.eye(n, dtype=bool)), L, zero), axis=-1, keepdims=True)
+    Lm = xp.where(mask, L, diag + zero)
+    return xp.where(mask, xp.exp(Lm - xp.max(Lm, axis=-1, keepdims=True)), zero)
+
+
+def field(block: Block, X: Any) -> Any:
+    """F_theta(X) for X of shape (..., n, d); same shape and namespace as X."""
+    xp = namespace_of(X)
+    _, _, Vt = block_arrays(block, xp, X)
+    P = softmax_weights(block, X)
+    return xp.matmul(P, xp.matmul(X, Vt))
+
+
+def jvp(block: Block, X: Any, U: Any) -> Any:
+    """DF_theta(X)[U]; U has the shape of X, or extra leading axes (a batch of directions)."""
+    xp = namespace_of(X)
+    Qt, Kt, Vt = block_arrays(block, xp, X)
+    P = softmax_weights(block, X)
+    QX, KX, VX = xp.matmul(X, Qt), xp.matmul(X, Kt), xp.matmul(X, Vt)
+    dL = block.beta * (
+        xp.matmul(xp.matmul(U, Qt), xp.matrix_transpose(KX))
+        + xp.matmul(QX, xp.matrix_transpose(xp.matmul(U, Kt)))
+    )
+    dP = P * (dL - xp.sum(P * dL, axis=-1, keepdims=True))
+    return xp.matmul(dP, VX) + xp.matmul(P, xp.matmul(U, Vt))
+
+
+def basis_directions(xp: Any, n: int, d: int, like: Any = None) -> Any:
+    """The n d unit directions of one sequence, shape (n d, 1, n, d).
+
+    Because the Jacobian is block diagonal over sequences, pushing this batch through a
+    linearisation of a whole collection (N, n, d) yields every sequence's Jacobian at once.
+    """
+    E = np.eye(n * d).reshape(n * d, 1, n, d)
+    if xp.__name__ == "mpmath":
+        return xp.asarray(E)
+    return xp.asarray(E, dtype=like.dtype) if like is not None else xp.asarray(E)
+
+
+def columns_to_jacobians(xp: Any, T: Any) -> Any:
+    """Pushed-forward basis directions (n d, N, n, d) -> per-sequence Jacobians (N, n d, n d)."""
+    r, N = T.shape[0], T.shape[1]
+    return xp.permute_dims(xp.reshape(T, (r, N, r)), (1, 2, 0))
+
+
+def jacobian(block: Block, X: Any) -> Any:
+    """Per-sequence Jacobians of F_theta at X (N, n, d): shape (N, n d, n d)."""
+    xp = namespace_of(X)
+    _, n, d = X.shape
+    return columns_to_jacobians(xp, jvp(block, X, basis_directions(xp, n, d, X)))

@@ -1,0 +1,36 @@
+"""Named checks: the unit in which every verdict of the suite is returned and reported.
+
+A check holds the measured ``value``, the ``bound`` it is held against, where that bound comes
+from (``origin``), the verdict, and whether the verdict is ``certified`` (every rounding
+enclosed) or an estimate.  ``passed`` is computed, never set: value <= bound.
+
+>>> c = check("reversibility", 3e-15, 1e-12, "10 x integration error estimate")
+>>> c.passed, c.certified
+(True, False)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    value: float
+    bound: float
+    origin: str
+    passed: bool
+    certified: bool = False
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check(name: str, value: float, bound: float, origin: str, *, certified: bool = False, **details: Any) -> Check:
+    """A check that passes when ``value <= bound`` (NaN never passes)."""
+    value, bound = float(value), float(bound)
+    return Check(name, value, bound, origin, bool(math.isfinite(value) and value <= bound), certified, details)

@@ -1,0 +1,101 @@
+"""Checks on everything a user hands the engine, done before any work starts.
+
+Each check raises :class:`~verify.errors.InputError` with one line that names the offending
+input and says what was expected; nothing is repaired silently.
+
+>>> import numpy as np
+>>> collection(np.zeros((2, 3, 2)), "inputs").shape
+(2, 3, 2)
+>>> try:
+...     collection(np.zeros((2, 3)), "inputs")
+... except InputError as e:
+...     print(e)
+inputs: expected an array of shape (N, n, d), got shape (2, 3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .blocks import Block
+from .errors import InputError
+
+
+def _real_array(x: Any, name: str) -> np.ndarray:
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        return x  # high-precision entries were parsed and checked by the loader
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name}: not an array of real numbers ({exc})") from None
+    return a
+
+
+def _finite(a: np.ndarray, name: str) -> None:
+    ok = np.isfinite(a.astype(float)) if a.dtype == object else np.isfinite(a)
+    if not np.all(ok):
+        idx = tuple(int(i) for i in np.argwhere(~ok)[0])
+        raise InputError(f"{name}: entry {idx} is {a[idx]}; every entry must be a finite number")
+
+
+def collection(x: Any, name: str = "inputs") -> np.ndarray:
+    """A collection of N sequences of n tokens in R^d: a finite (N, n, d) array."""
+    a = _real_array(x, name)
+    if a.ndim != 3:
+        raise InputError(f"{name}: expected an array of shape (N, n, d), got shape {a.shape}")
+    if 0 in a.shape:
+        raise InputError(f"{name}: shape {a.shape} has an empty axis; N, n and d must be >= 1")
+    _finite(a, name)
+    return a
+
+
+def matching(inputs: np.ndarray, targets: np.ndarray) -> None:
+    """Inputs and targets must have the same (N, n, d)."""
+    if inputs.shape != targets.shape:
+        raise InputError(
+            f"targets have shape {targets.shape} but inputs have shape {inputs.shape}; "
+            "N, n and d must agree"
+        )
+
+
+def matrix(x: Any, d: int, name: str) -> np.ndarray:
+    a = _real_array(x, name)
+    if a.shape != (d, d):
+        raise InputError(f"{name}: expected a {d} x {d} matrix, got shape {a.shape}")
+    _finite(a, name)
+    return a
+
+
+def blocks(bs: Sequence[Block], d: int | None = None) -> tuple[Block, Block]:
+    """Exactly two blocks with finite d x d matrices (d from the data when given)."""
+    if len(bs) != 2:
+        raise InputError(f"expected exactly two blocks, got {len(bs)}")
+    dd = bs[0].Q.shape[0] if bs[0].Q.ndim == 2 else -1
+    for b, blk in enumerate(bs):
+        for m in "QKV":
+            matrix(getattr(blk, m), dd, f"block {b} {m}")
+    if d is not None and dd != d:
+        raise InputError(f"blocks are {dd} x {dd} but the tokens have dimension d = {d}")
+    if not np.isfinite(bs[0].beta):
+        raise InputError(f"beta must be a finite number, got {bs[0].beta}")
+    return bs[0], bs[1]
+
+
+def steps(pairs: Sequence[tuple[Any, Any]], what: str = "steps") -> list[tuple[int, Any]]:
+    """A control or network: a list of (block index in {0, 1}, finite signed length)."""
+    out = []
+    for k, pair in enumerate(pairs):
+        try:
+            b, t = pair
+        except (TypeError, ValueError):
+            raise InputError(f"{what}[{k}]: expected a pair (block, length), got {pair!r}") from None
+        if isinstance(b, bool) or b not in (0, 1):
+            raise InputError(f"{what}[{k}]: unknown block index {b!r}; blocks are numbered 0 and 1")
+        tv = float(t)
+        if not np.isfinite(tv):
+            raise InputError(f"{what}[{k}]: length {t} is not a finite number")
+        out.append((int(b), t))
+    return out

@@ -1,0 +1,294 @@
+"""Witness files: the self-contained JSON record of an interpolation, and its replay.
+
+Schema ``attention-interpolation-witness/1`` (field names are an interface; see README)::
+
+    {
+      "schema": "attention-interpolation-witness/1",
+      "attention": {"causal": false, "beta": 1.0},
+      "blocks": [{"Q": [[...]], "K": [[...]], "V": [[...]]}, {"Q": ..., "K": ..., "V": ...}],
+      "inputs":  N x n x d nested lists,
+      "targets": N x n x d nested lists,
+      "depth": "continuous" | "finite",
+      "steps":  [{"block": 0, "duration": tau}, ...]      (continuous depth)
+      "layers": [{"block": 1, "step": h}, ...]            (finite depth)
+      "tolerance": claimed bound on max |image - target| over all entries,
+      ... any extra fields (precision, certificate, provenance) are kept as they are.
+    }
+
+Numbers are JSON numbers or decimal strings (for more than 17 significant digits); strings
+are parsed at the working precision of a high-precision replay, so nothing is lost.
+
+A replay passes when  max |image - target| + integration error estimate <= tolerance.
+
+>>> import numpy as np
+>>> from verify.blocks import gaussian_blocks
+>>> blocks = gaussian_blocks(0, 2)
+>>> X = np.random.default_rng(0).normal(size=(2, 3, 2))
+>>> w = make(blocks, X, X, "finite", [(0, 0.0)], 1e-12)
+>>> replay(parse(dumps(w)))["passed"]
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from contextlib import nullcontext
+from collections.abc import Sequence
+from dataclasses import dataclass, field as dc_field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import validate
+from .backend import namespace, precision
+from .blocks import Block
+from .errors import InputError
+from .flow import flow
+from .network import apply
+
+SCHEMA = "attention-interpolation-witness/1"
+DEPTHS = {"continuous": ("steps", "duration"), "finite": ("layers", "step")}
+REQUIRED = ("schema", "attention", "blocks", "inputs", "targets", "depth", "tolerance")
+
+
+@dataclass(frozen=True)
+class Witness:
+    """A parsed witness.  Numeric arrays are object arrays holding floats or decimal strings
+    exactly as written; :meth:`blocks_at`, :meth:`array_at` and :meth:`steps_at` convert them
+    to float64 (``dps=None``) or to high-precision numbers (inside :func:`precision`)."""
+
+    causal: bool
+    beta: float
+    matrices: tuple[dict[str, np.ndarray], dict[str, np.ndarray]]
+    inputs: np.ndarray
+    targets: np.ndarray
+    depth: str
+    steps: tuple[tuple[int, Any], ...]
+    tolerance: float
+    extra: dict[str, Any] = dc_field(default_factory=dict)
+
+    def blocks_at(self, dps: int | None = None) -> tuple[Block, Block]:
+        return tuple(  # type: ignore[return-value]
+            Block(*(_convert(m[k], dps) for k in "QKV"), beta=self.beta, causal=self.causal)
+            for m in self.matrices
+        )
+
+    def array_at(self, name: str, dps: int | None = None) -> np.ndarray:
+        return _convert(getattr(self, name), dps)
+
+    def steps_at(self, dps: int | None = None) -> list[tuple[int, Any]]:
+        if dps is None:
+            return [(b, float(t)) for b, t in self.steps]
+        xp = namespace("mpmath")
+        return [(b, xp.asarray(t)[()]) for b, t in self.steps]
+
+
+def _convert(a: np.ndarray, dps: int | None) -> np.ndarray:
+    if dps is None:
+        return np.asarray(a.astype(float), dtype=float)
+    return namespace("mpmath").asarray(a)
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def _number(v: Any, where: str) -> Any:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise InputError(f"{where}: expected a number or a decimal string, got {v!r}")
+    if isinstance(v, str):
+        try:
+            f = float(v)
+        except ValueError:
+            raise InputError(f"{where}: {v!r} is not a decimal number") from None
+    else:
+        f = float(v)
+    if not math.isfinite(f):
+        raise InputError(f"{where}: {v!r} is not a finite number")
+    return v if isinstance(v, str) else float(v)
+
+
+def _array(v: Any, where: str, ndim: int) -> np.ndarray:
+    def walk(x: Any, depth: int, path: str) -> Any:
+        if depth == ndim:
+            return _number(x, path)
+        if not isinstance(x, list):
+            raise InputError(f"{where}: expected {ndim} levels of nested lists, found {type(x).__name__} at {path}")
+        return [walk(y, depth + 1, f"{path}[{i}]") for i, y in enumerate(x)]
+
+    rows = walk(v, 0, where)
+    try:
+        a = np.array(rows, dtype=object)
+    except ValueError:
+        a = None
+    if a is None or a.ndim != ndim:
+        raise InputError(f"{where}: nested lists are ragged; expected a rectangular {ndim}-dimensional array")
+    return a
+
+
+def parse(text: str, source: str = "witness") -> Witness:
+    """Parse and validate witness JSON text."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    return from_dict(doc, source)
+
+
+def from_dict(doc: Any, source: str = "witness") -> Witness:
+    if not isinstance(doc, dict):
+        raise InputError(f"{source}: expected a JSON object at the top level")
+    missing = [k for k in REQUIRED if k not in doc]
+    if missing:
+        raise InputError(f"{source}: missing field(s) {', '.join(missing)}")
+    if doc["schema"] != SCHEMA:
+        raise InputError(f"{source}: schema is {doc['schema']!r}; this tool reads {SCHEMA!r}")
+    att = doc["attention"]
+    if not isinstance(att, dict) or not isinstance(att.get("causal", False), bool):
+        raise InputError(f"{source}: 'attention' must be an object with a boolean 'causal' and a number 'beta'")
+    beta = float(_number(att.get("beta", 1.0), "attention.beta"))
+    if doc["depth"] not in DEPTHS:
+        raise InputError(f"{source}: depth is {doc['depth']!r}; expected 'continuous' or 'finite'")
+    depth = doc["depth"]
+    key, length = DEPTHS[depth]
+    if key not in doc:
+        raise InputError(f"{source}: depth is {depth!r} but the field {key!r} is missing")
+    inputs = _array(doc["inputs"], "inputs", 3)
+    targets = _array(doc["targets"], "targets", 3)
+    validate.collection(inputs.astype(float), "inputs")
+    validate.collection(targets.astype(float), "targets")
+    validate.matching(inputs, targets)
+    d = inputs.shape[2]
+    bl = doc["blocks"]
+    if not isinstance(bl, list) or len(bl) != 2:
+        raise InputError(f"{source}: 'blocks' must be a list of exactly two objects with Q, K, V")
+    mats = []
+    for b, blk in enumerate(bl):
+        if not isinstance(blk, dict) or any(m not in blk for m in "QKV"):
+            raise InputError(f"{source}: blocks[{b}] must be an object with fields Q, K, V")
+        one = {m: _array(blk[m], f"blocks[{b}].{m}", 2) for m in "QKV"}
+        for m, a in one.items():
+            validate.matrix(a.astype(float), d, f"blocks[{b}].{m}")
+        mats.append(one)
+    raw = doc[key]
+    if not isinstance(raw, list):
+        raise InputError(f"{source}: {key!r} must be a list of objects {{'block': 0|1, {length!r}: number}}")
+    steps = []
+    for k, s in enumerate(raw):
+        if not isinstance(s, dict) or "block" not in s or length not in s:
+            raise InputError(f"{source}: {key}[{k}] must be an object with fields 'block' and {length!r}")
+        steps.append((s["block"], _number(s[length], f"{key}[{k}].{length}")))
+    validate.steps(steps, key)
+    tol = float(_number(doc["tolerance"], "tolerance"))
+    if tol < 0:
+        raise InputError(f"{source}: tolerance must be non-negative, got {tol}")
+    extra = {k: v for k, v in doc.items() if k not in (*REQUIRED, "steps", "layers")}
+    return Witness(att.get("causal", False), beta, tuple(mats), inputs, targets, depth, tuple(steps), tol, extra)  # type: ignore[arg-type]
+
+
+def load(path: str | Path) -> Witness:
+    """Read a witness file, with a one-line error for missing or unreadable files."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: cannot read ({exc})") from None
+    return parse(text, str(p))
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _jsonable(a: Any) -> Any:
+    if isinstance(a, np.ndarray):
+        return [_jsonable(x) for x in a] if a.ndim else _jsonable(a[()])
+    if isinstance(a, (list, tuple)):
+        return [_jsonable(x) for x in a]
+    if isinstance(a, (float, np.floating)):
+        return float(a)
+    if isinstance(a, (int, np.integer)):
+        return int(a)
+    return str(a)  # high-precision numbers: decimal strings with all their digits
+
+
+def make(
+    blocks: Sequence[Block],
+    inputs: Any,
+    targets: Any,
+    depth: str,
+    steps: Sequence[tuple[int, Any]],
+    tolerance: float,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A witness as a JSON-ready dict (floats stay JSON numbers, high-precision numbers
+    become decimal strings)."""
+    if depth not in DEPTHS:
+        raise InputError(f"depth must be 'continuous' or 'finite', got {depth!r}")
+    key, length = DEPTHS[depth]
+    doc = {
+        "schema": SCHEMA,
+        "attention": {"causal": bool(blocks[0].causal), "beta": float(blocks[0].beta)},
+        "blocks": [{m: _jsonable(getattr(b, m)) for m in "QKV"} for b in blocks],
+        "inputs": _jsonable(inputs),
+        "targets": _jsonable(targets),
+        "depth": depth,
+        key: [{"block": int(b), length: _jsonable(t)} for b, t in steps],
+        "tolerance": float(tolerance),
+    }
+    return doc | {k: v for k, v in extra.items() if v is not None}
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=1, sort_keys=False) + "\n"
+
+
+def save(doc: dict[str, Any], path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write a witness; refuses to replace an existing file unless ``overwrite``."""
+    p = Path(path)
+    if p.exists() and not overwrite:
+        raise InputError(f"{p} already exists; choose another --out path or remove it first")
+    p.write_text(dumps(doc), encoding="utf-8")
+    return p
+
+
+# ---------------------------------------------------------------- replay
+
+
+def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
+    """Replay a witness in float64 (``dps=None``) or at ``dps`` digits; return the verdict.
+
+    ``error`` is max |image - target|; ``integration_error_estimate`` is the integrator's
+    estimate (continuous depth) or a rounding estimate of L * unit roundoff * max |x|
+    (finite depth).  ``passed`` means error + estimate <= tolerance.
+    """
+    with precision(dps) if dps is not None else nullcontext():
+        blocks = w.blocks_at(dps)
+        X = w.array_at("inputs", dps)
+        Y = w.array_at("targets", dps)
+        steps = w.steps_at(dps)
+        unit = 2.0**-52 if dps is None else 10.0**-dps
+        if w.depth == "continuous":
+            res = flow(blocks, steps, X, dps=dps)
+            end, estimate, work = res.end, res.error_estimate, {"taylor_steps": res.taylor_steps}
+        else:
+            end = apply(blocks, steps, X, dps=dps).end
+            scale = max(1.0, float(np.max(np.abs(end.astype(float)))))
+            estimate, work = 4 * (len(steps) + 1) * unit * scale, {}
+        error = float(np.max(np.abs(end - Y)))
+    passed = error + estimate <= w.tolerance
+    N, n, d = w.inputs.shape
+    return {
+        "passed": bool(passed),
+        "error": error,
+        "integration_error_estimate": float(estimate),
+        "tolerance": w.tolerance,
+        "depth": w.depth,
+        "length": len(w.steps),
+        "shape": {"N": N, "n": n, "d": d},
+        "causal": w.causal,
+        "precision": "float64" if dps is None else f"{dps} digits",
+        **work,
+    }
