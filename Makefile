@@ -27,7 +27,7 @@ test-thorough: $(STAMP)
 
 bench: $(STAMP)
 	mkdir -p reports/benchmarks
-	$(PY) -m pytest -q property_tests/benchmarks --benchmark-only --benchmark-json=reports/benchmarks/latest.json
+	$(PY) -m pytest -q -o addopts="" -o python_files="bench_*.py" property_tests/benchmarks --benchmark-json=reports/benchmarks/latest.json
 
 lint: $(STAMP)
 	$(PY) -m ruff check verify theorems property_tests

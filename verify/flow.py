@@ -6,10 +6,16 @@ A control is a list of steps (b_k, tau_k), b_k in {0, 1}, tau_k a signed duratio
 
 **Integrator.** Adaptive Taylor series method (Jorba and Zou, 2005) on the coefficients of
 :mod:`verify.taylor`: order p = ceil(-ln(tol) / 2) + 2 (18 at the float64 default, about
-1.15 dps + 3 in arbitrary precision), step h = s * min((eps/|X_{p-1}|)^(1/(p-1)), (eps/|X_p|)^(1/p))
-with eps = tol * max(1, |X|) and safety s = exp(-0.7/(p-1)); every step lands exactly on the
-end of each control step.  The error **estimate** (not a bound) adds, over all steps, the
-size of the last series term kept, |X_p| |h|^p, and one unit of rounding of the state.
+1.15 dps + 3 in arbitrary precision), step
+
+    h = s * min((eps/|X_{p-1}|)^(1/(p-1)), (eps/|X_p|)^(1/p)),  eps = tol * max(1, |X|),
+
+with safety s = exp(-0.7/(p-1)); every step lands exactly on the end of each control step.
+The error **estimate** (not a bound) adds, over all steps, the size of the last series term
+kept, |X_p| |h|^p, and one unit of rounding of the state.  The flow is refused
+(:class:`IntegrationError`) when the state overflows (max |x| > 1e150) or when, at the current
+step size, the remaining duration would take the step count past ``max_steps`` (large logits
+shrink the series' radius of convergence like 1/|x|^2).
 
 **Sensitivities.** The same recurrences carry the n d unit directions of one sequence (the
 Jacobian is block diagonal over sequences, so one batch serves all N), giving the exact
@@ -50,7 +56,7 @@ from .errors import IntegrationError
 from .taylor import coefficients, evaluate
 
 DEFAULT_TOL = 1e-14
-MAX_TAYLOR_STEPS = 20_000
+MAX_TAYLOR_STEPS = 10_000
 OVERFLOW = 1e150
 
 
@@ -132,10 +138,10 @@ def _flow(blocks, control, X, tol, unit, sensitivities, max_steps) -> FlowResult
                     f"the flow overflowed (max |x| = {scale:.3g}) during step (block {b}, "
                     f"duration {float(tau):g}); shorten the durations or rescale the data"
                 )
-            if count > max_steps:
+            if count + float(left) / h > max_steps:
                 raise IntegrationError(
-                    f"the flow needed more than {max_steps} Taylor steps (at step block {b}, "
-                    f"duration {float(tau):g}); the durations or the data are too large"
+                    f"the flow would need more than {max_steps} Taylor steps (step {float(h):.2g} at max |x| = "
+                    f"{scale:.3g}, in step block {b}, duration {float(tau):g}); the durations or the data are too large"
                 )
         if sensitivities:
             step_jacobians.append(columns_to_jacobians(xp, T))

@@ -50,7 +50,7 @@ def control_to_network(control: Sequence[tuple[int, Any]], splits: int | Sequenc
     ms = [splits] * len(control) if isinstance(splits, int) else list(splits)
     if len(ms) != len(control) or any(int(m) < 1 for m in ms):
         raise ValueError("splits must be a positive integer or one positive integer per step")
-    return [(b, tau / m) for (b, tau), m in zip(control, ms) for _ in range(int(m))]
+    return [(b, tau / m) for (b, tau), m in zip(control, ms, strict=True) for _ in range(int(m))]
 
 
 def apply(

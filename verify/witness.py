@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import json
 import math
-from contextlib import nullcontext
 from collections.abc import Sequence
-from dataclasses import dataclass, field as dc_field
+from contextlib import nullcontext
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
 

@@ -1,0 +1,105 @@
+"""Engine cost against m = N n d, with named baselines in the same run (``make bench``).
+
+* field and per-sequence Jacobian, m = 8 ... 128;
+* a flow of one control: our Taylor integrator vs SciPy's DOP853 (baseline) on the same field,
+  both at the tolerances that give ~1e-13 agreement;
+* sensitivities (duration Jacobian and initial-data Jacobians): Taylor tangents vs DOP853 on
+  the variational equations (baseline);
+* one high-precision flow at 30 digits with MPFR elements vs mpmath.mpf elements (baseline).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from verify.attention import field, jacobian, jvp
+from verify.backend import namespace, precision
+from verify.blocks import gaussian_blocks
+from verify.flow import flow
+
+SHAPES = {8: (2, 2, 2), 18: (3, 3, 2), 32: (4, 4, 2), 64: (8, 4, 2), 128: (8, 8, 2)}
+CONTROL = [(0, 0.6), (1, -0.8), (0, 0.3), (1, 0.5)]
+
+
+def instance(m):
+    N, n, d = SHAPES[m]
+    return gaussian_blocks(0, d), np.random.default_rng(m).normal(size=(N, n, d))
+
+
+@pytest.mark.parametrize("m", sorted(SHAPES))
+def test_field(benchmark, m):
+    blocks, X = instance(m)
+    benchmark.group = "field"
+    benchmark(field, blocks[0], X)
+
+
+@pytest.mark.parametrize("m", sorted(SHAPES))
+def test_jacobian(benchmark, m):
+    blocks, X = instance(m)
+    benchmark.group = "jacobian"
+    benchmark(jacobian, blocks[0], X)
+
+
+def dop853_flow(blocks, control, X):
+    Y = X
+    for b, tau in control:
+        sol = solve_ivp(lambda t, y: field(blocks[b], y.reshape(X.shape)).ravel(), (0, tau), Y.ravel(),
+                        method="DOP853", rtol=1e-13, atol=1e-14)
+        Y = sol.y[:, -1].reshape(X.shape)
+    return Y
+
+
+def dop853_sensitivities(blocks, control, X):
+    """Baseline: DOP853 on state + n d tangent directions (variational equations)."""
+    N, n, d = X.shape
+    T = np.broadcast_to(np.eye(n * d).reshape(n * d, 1, n, d), (n * d, N, n, d))
+    Y = X
+    for b, tau in control:
+        def rhs(t, z, b=b):
+            s, w = z[: X.size].reshape(X.shape), z[X.size:].reshape(T.shape)
+            return np.concatenate([field(blocks[b], s).ravel(), jvp(blocks[b], s, w).ravel()])
+        sol = solve_ivp(rhs, (0, tau), np.concatenate([Y.ravel(), T.ravel()]), method="DOP853", rtol=1e-12, atol=1e-13)
+        Y = sol.y[: X.size, -1].reshape(X.shape)
+    return Y
+
+
+@pytest.mark.parametrize("m", [8, 32, 64])
+def test_flow_taylor(benchmark, m):
+    blocks, X = instance(m)
+    benchmark.group = f"flow m={m}"
+    benchmark(flow, blocks, CONTROL, X)
+
+
+@pytest.mark.parametrize("m", [8, 32, 64])
+def test_flow_baseline_scipy_dop853(benchmark, m):
+    blocks, X = instance(m)
+    benchmark.group = f"flow m={m}"
+    benchmark(dop853_flow, blocks, CONTROL, X)
+
+
+@pytest.mark.parametrize("m", [8, 64])
+def test_sensitivities_taylor(benchmark, m):
+    blocks, X = instance(m)
+    benchmark.group = f"sensitivities m={m}"
+    benchmark(flow, blocks, CONTROL, X, sensitivities=True)
+
+
+@pytest.mark.parametrize("m", [8, 64])
+def test_sensitivities_baseline_scipy_dop853(benchmark, m):
+    blocks, X = instance(m)
+    benchmark.group = f"sensitivities m={m}"
+    benchmark(dop853_sensitivities, blocks, CONTROL, X)
+
+
+@pytest.mark.parametrize("element", ["mpmath", "mpmath-pure"])
+def test_high_precision_flow_30_digits(benchmark, element):
+    blocks, X = instance(8)
+    benchmark.group = "30-digit flow m=8 (mpmath = MPFR elements, mpmath-pure = mpf elements)"
+
+    def run():
+        with precision(30):
+            return flow(blocks, CONTROL, namespace(element).asarray(X), tol=1e-27)
+
+    benchmark.pedantic(run, rounds=2, iterations=1)

@@ -1,0 +1,17 @@
+"""Hypothesis profiles: ``ci`` (default, bounded for CI) and ``thorough`` (make test-thorough).
+
+On failure Hypothesis prints the falsifying example and a ``@reproduce_failure`` blob, so a
+counterexample can be replayed exactly; keep found ones as explicit ``@example`` regressions.
+"""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=20, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "thorough", max_examples=400, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

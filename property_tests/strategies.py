@@ -1,0 +1,43 @@
+"""Hypothesis strategies for collections, blocks and controls (small sizes, moderate scales)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from verify.blocks import gaussian_blocks
+
+coords = st.floats(-2.0, 2.0, allow_nan=False, allow_subnormal=False)
+
+
+@st.composite
+def shapes(draw, max_N: int = 3, max_n: int = 4, max_d: int = 3) -> tuple[int, int, int]:
+    return draw(st.integers(1, max_N)), draw(st.integers(1, max_n)), draw(st.integers(1, max_d))
+
+
+@st.composite
+def collections(draw, shape=None) -> np.ndarray:
+    shape = shape or draw(shapes())
+    return draw(hnp.arrays(np.float64, shape, elements=coords))
+
+
+@st.composite
+def blocks(draw, d: int, causal: bool | None = None):
+    causal = draw(st.booleans()) if causal is None else causal
+    beta = draw(st.sampled_from([1.0, 0.5, 2.0]))
+    return gaussian_blocks(draw(st.integers(0, 2**32 - 1)), d, beta=beta, causal=causal)
+
+
+@st.composite
+def controls(draw, max_len: int = 4, max_abs: float = 1.0) -> list[tuple[int, float]]:
+    k = draw(st.integers(1, max_len))
+    durs = st.floats(-max_abs, max_abs, allow_nan=False, allow_subnormal=False)
+    return [(draw(st.integers(0, 1)), draw(durs)) for _ in range(k)]
+
+
+@st.composite
+def problems(draw, causal: bool | None = None, max_N: int = 3, max_n: int = 4, max_d: int = 3):
+    """(blocks, X, control) for one random small instance."""
+    N, n, d = draw(shapes(max_N, max_n, max_d))
+    return draw(blocks(d, causal)), draw(collections((N, n, d))), draw(controls())

@@ -1,0 +1,189 @@
+"""Continuous depth: flows, their error estimates and sensitivities."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verify.backend import precision, to_mpmath, to_numpy
+from verify.blocks import gaussian_blocks
+from verify.errors import InputError, IntegrationError
+from verify.flow import flow
+
+from . import independent
+from .strategies import problems
+
+SAFETY = 10.0  # integration error *estimates* enter bounds with this factor
+
+
+def bound(*results, scale=1.0):
+    return SAFETY * sum(r.error_estimate for r in results) + 1e-13 * scale
+
+
+@given(problems())
+def test_flow_then_reverse_returns_to_start(p):
+    blocks, X, control = p
+    fwd = flow(blocks, control, X)
+    back = flow(blocks, [(b, -t) for b, t in reversed(control)], fwd.end)
+    assert np.abs(back.end - X).max() <= bound(fwd, back, scale=1 + np.abs(X).max())
+
+
+@given(problems(), st.floats(0.05, 0.95))
+def test_two_steps_of_one_block_compose(p, frac):
+    blocks, X, control = p
+    b, tau = control[0]
+    one = flow(blocks, [(b, tau)], X)
+    two = flow(blocks, [(b, frac * tau), (b, (1 - frac) * tau)], X)
+    assert np.abs(one.end - two.end).max() <= bound(one, two, scale=1 + np.abs(X).max())
+
+
+@given(problems())
+def test_flow_matches_independent_dop853(p):
+    blocks, X, control = p
+    ours = flow(blocks, control, X)
+    mats = [(b.Q, b.K, b.V) for b in blocks]
+    theirs = independent.flow(mats, control, X, blocks[0].beta, blocks[0].causal)
+    assert np.abs(ours.end - theirs).max() <= 1e-10 * (1 + np.abs(theirs).max())
+
+
+@given(problems(causal=False), st.randoms())
+def test_flow_is_permutation_equivariant(p, rnd):
+    blocks, X, control = p
+    perm = list(range(X.shape[1]))
+    rnd.shuffle(perm)
+    a, b = flow(blocks, control, X), flow(blocks, control, X[:, perm])
+    assert np.abs(a.end[:, perm] - b.end).max() <= bound(a, b, scale=1 + np.abs(X).max())
+
+
+@given(problems(causal=False), st.data())
+def test_coincident_tokens_stay_coincident(p, data):
+    blocks, X, control = p
+    if X.shape[1] < 2:
+        X = np.concatenate([X, X], axis=1)
+    i, j = data.draw(st.lists(st.integers(0, X.shape[1] - 1), min_size=2, max_size=2, unique=True))
+    X = X.copy()
+    X[:, j] = X[:, i]
+    end = flow(blocks, control, X).end
+    assert np.abs(end[:, i] - end[:, j]).max() <= 1e-13 * (1 + np.abs(end).max())
+
+
+@given(problems(causal=True), st.integers(1, 4), st.data())
+def test_causal_prefix_evolves_independently(p, i, data):
+    blocks, X, control = p
+    i = min(i, X.shape[1])
+    Y = X.copy()
+    Y[:, i:] += data.draw(st.floats(0.1, 1.0))
+    a, b = flow(blocks, control, X), flow(blocks, control, Y)
+    # same trajectory of the prefix; step sizes may differ, so compare within the estimates
+    assert np.abs(a.end[:, :i] - b.end[:, :i]).max() <= bound(a, b, scale=1 + np.abs(X).max())
+
+
+@given(problems(causal=True))
+def test_causal_first_token_moves_by_matrix_exponential(p):
+    blocks, X, control = p
+    end = flow(blocks, control, X)
+    with precision(40):
+        x1 = mpmath.matrix(X[:, 0, :].T.tolist())
+        for b, tau in control:
+            x1 = mpmath.expm(mpmath.mpf(tau) * mpmath.matrix(blocks[b].V.tolist())) * x1
+        expected = np.array(x1.tolist(), dtype=float).T
+    assert np.abs(end.end[:, 0, :] - expected).max() <= bound(end, scale=1 + np.abs(expected).max())
+
+
+@given(problems())
+def test_growth_bound(p):
+    blocks, X, control = p
+    R = float(np.linalg.norm(X, axis=-1).max())
+    growth = np.exp(sum(np.linalg.norm(blocks[b].V, 2) * abs(t) for b, t in control))
+    end = flow(blocks, control, X)
+    assert float(np.linalg.norm(end.end, axis=-1).max()) <= R * growth * (1 + 1e-12) + bound(end)
+
+
+@settings(max_examples=6)
+@given(problems(max_N=2, max_n=3, max_d=2))
+def test_float64_and_mpmath_agree_to_the_float64_estimate(p):
+    blocks, X, control = p
+    f64 = flow(blocks, control, X)
+    hp = flow(blocks, control, X, dps=30)
+    assert hp.error_estimate < 1e-20
+    assert np.abs(to_numpy(hp.end) - f64.end).max() <= bound(f64, scale=1 + np.abs(X).max())
+
+
+@settings(max_examples=8)
+@given(problems(max_N=2, max_n=3, max_d=2))
+def test_sensitivities_match_high_precision_finite_differences(p):
+    blocks, X, control = p
+    res = flow(blocks, control, X, sensitivities=True)
+    N, n, d = X.shape
+    with precision(40):
+        h = mpmath.mpf(10) ** -15
+        for k in range(len(control)):
+            plus = [(b, mpmath.mpf(t) + (h if j == k else 0)) for j, (b, t) in enumerate(control)]
+            minus = [(b, mpmath.mpf(t) - (h if j == k else 0)) for j, (b, t) in enumerate(control)]
+            fd = (to_mpmath(flow(blocks, plus, X, dps=40).end) - to_mpmath(flow(blocks, minus, X, dps=40).end)) / (2 * h)
+            col = to_numpy(fd).ravel()
+            assert np.abs(res.d_durations[:, k] - col).max() <= 1e-9 * (1 + np.abs(col).max())
+        U = np.random.default_rng(0).normal(size=X.shape)
+        fd = (flow(blocks, control, X + 1e-15 * U, dps=40).end - flow(blocks, control, X - 1e-15 * U, dps=40).end)
+        # X +- 1e-15 U are not exact in float64; use the exact perturbations actually made
+        dX = (np.asarray(X + 1e-15 * U) - np.asarray(X - 1e-15 * U))
+    ratio = to_numpy(fd).reshape(N, n * d)
+    pred = np.einsum("sab,sb->sa", res.d_initial, dX.reshape(N, n * d))
+    assert np.abs(pred - ratio).max() <= 1e-9 * (1 + np.abs(ratio).max()) * np.abs(dX).max()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_array_api_strict_flow_and_sensitivities(causal):
+    xps = pytest.importorskip("array_api_strict")
+    blocks = gaussian_blocks(5, 2, causal=causal)
+    X = np.random.default_rng(2).normal(size=(2, 3, 2))
+    control = [(0, 0.4), (1, -0.7)]
+    ref = flow(blocks, control, X, sensitivities=True)
+    got = flow(blocks, control, xps.asarray(X), sensitivities=True)
+    for a, b in [(got.end, ref.end), (got.d_durations, ref.d_durations), (got.d_initial, ref.d_initial)]:
+        assert type(a).__module__.startswith("array_api_strict")
+        assert np.array_equal(to_numpy(a), b)
+
+
+def test_pure_mpmath_elements_agree_with_mpfr():
+    blocks = gaussian_blocks(1, 2)
+    X = np.random.default_rng(2).normal(size=(1, 2, 2))
+    from verify.backend import namespace
+
+    with precision(30):
+        pure = flow(blocks, [(0, 0.3)], namespace("mpmath-pure").asarray(X), tol=1e-27)
+        fast = flow(blocks, [(0, 0.3)], namespace("mpmath").asarray(X), tol=1e-27)
+    assert type(pure.end.flat[0]).__name__ == "mpf"
+    assert np.abs(pure.end.astype(float) - fast.end.astype(float)).max() <= 1e-15
+
+
+def test_overflow_is_reported():
+    b0, b1 = gaussian_blocks(0, 2)
+    big = dataclasses.replace(b0, V=np.eye(2) * 50.0, Q=np.zeros((2, 2)))
+    X = np.ones((1, 2, 2))
+    with pytest.raises(IntegrationError, match="overflowed"):
+        flow((big, b1), [(0, 10.0)], X)
+
+
+def test_step_budget_is_reported():
+    blocks = gaussian_blocks(0, 2)
+    X = np.random.default_rng(0).normal(size=(1, 3, 2)) * 30  # logits ~ 1e3: tiny Taylor radius
+    with pytest.raises(IntegrationError, match="would need more than 50 Taylor steps"):
+        flow(blocks, [(0, 5.0)], X, max_steps=50)
+
+
+@pytest.mark.parametrize("control, message", [
+    ([(2, 1.0)], "unknown block index 2"),
+    ([(0, float("nan"))], "not a finite number"),
+    ([(True, 1.0)], "unknown block index"),
+    ([(0,)], "expected a pair"),
+])
+def test_bad_controls_are_refused(control, message):
+    blocks = gaussian_blocks(0, 2)
+    with pytest.raises(InputError, match=message):
+        flow(blocks, control, np.zeros((1, 2, 2)))

@@ -1,0 +1,59 @@
+"""Finite depth: residual networks, exact step derivatives, splitting of controls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from verify.backend import to_mpmath, to_numpy
+from verify.flow import flow
+from verify.network import apply, control_to_network
+
+from . import independent
+from .strategies import problems
+
+
+@given(problems())
+def test_network_matches_independent_implementation(p):
+    blocks, X, control = p
+    layers = control_to_network(control, 3)
+    mats = [(b.Q, b.K, b.V) for b in blocks]
+    theirs = independent.network(mats, layers, X, blocks[0].beta, blocks[0].causal)
+    assert np.abs(apply(blocks, layers, X).end - theirs).max() <= 1e-12 * (1 + np.abs(theirs).max())
+
+
+@settings(max_examples=10)
+@given(problems(max_N=2, max_n=3, max_d=2))
+def test_step_derivatives_match_high_precision_finite_differences(p):
+    blocks, X, control = p
+    layers = control_to_network(control, 2)
+    res = apply(blocks, layers, X, sensitivities=True)
+    import mpmath
+
+    from verify.backend import precision
+
+    with precision(40):
+        h = mpmath.mpf(10) ** -15
+        for k in range(len(layers)):
+            plus = [(b, mpmath.mpf(t) + (h if j == k else 0)) for j, (b, t) in enumerate(layers)]
+            minus = [(b, mpmath.mpf(t) - (h if j == k else 0)) for j, (b, t) in enumerate(layers)]
+            diff = to_mpmath(apply(blocks, plus, X, dps=40).end) - to_mpmath(apply(blocks, minus, X, dps=40).end)
+            fd = to_numpy(diff / (2 * h)).ravel()
+            assert np.abs(res.d_steps[:, k] - fd).max() <= 1e-11 * (1 + np.abs(fd).max())
+
+
+@settings(max_examples=5)
+@given(problems(max_N=2, max_n=3, max_d=2))
+def test_splitting_converges_at_first_order(p):
+    blocks, X, control = p
+    exact = flow(blocks, control, X).end
+    errs = [np.abs(apply(blocks, control_to_network(control, m), X).end - exact).max() for m in (64, 128)]
+    if errs[0] > 1e-9:  # otherwise the control is too short for the error to be seen
+        assert 1.7 <= errs[0] / errs[1] <= 2.3
+
+
+def test_split_counts():
+    assert control_to_network([(0, 1.0), (1, -0.5)], [2, 1]) == [(0, 0.5), (0, 0.5), (1, -0.5)]
+    with pytest.raises(ValueError):
+        control_to_network([(0, 1.0)], [1, 2])

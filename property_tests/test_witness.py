@@ -1,0 +1,139 @@
+"""Witness files: round trip, replay of independently made witnesses, refusals."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verify import witness
+from verify.backend import precision
+from verify.blocks import gaussian_blocks
+from verify.errors import InputError
+from verify.flow import flow
+
+from . import independent
+from .strategies import problems
+
+
+def independent_doc(depth, causal, seed=0, N=2, n=3, d=2, tolerance=1e-8):
+    rng = np.random.default_rng([seed, int(causal)])
+    mats = [tuple(rng.normal(0, 1 / np.sqrt(d), size=(d, d)) for _ in range(3)) for _ in range(2)]
+    X = rng.normal(size=(N, n, d))
+    steps = [(k % 2, float(rng.uniform(-0.8, 0.8))) for k in range(5)]
+    if depth == "finite":
+        steps = [(b, t / 4) for b, t in steps for _ in range(4)]
+    return independent.witness(mats, X, depth, steps, tolerance, beta=1.0, causal=causal)
+
+
+@pytest.mark.parametrize("depth", ["continuous", "finite"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_independent_witnesses_are_accepted_and_moved_targets_rejected(depth, causal, seed):
+    doc = independent_doc(depth, causal, seed)
+    verdict = witness.replay(witness.parse(json.dumps(doc)))
+    assert verdict["passed"], verdict
+    moved = copy.deepcopy(doc)
+    moved["targets"][0][0][0] += 1e-4
+    assert not witness.replay(witness.parse(json.dumps(moved)))["passed"]
+
+
+@pytest.mark.parametrize("depth", ["continuous", "finite"])
+def test_high_precision_replay_of_independent_witness(depth):
+    doc = independent_doc(depth, causal=False, seed=4)
+    verdict = witness.replay(witness.parse(json.dumps(doc)), dps=25)
+    assert verdict["passed"] and verdict["precision"] == "25 digits"
+
+
+@settings(max_examples=10)
+@given(problems(max_N=2, max_n=3, max_d=2), st.sampled_from(["continuous", "finite"]))
+def test_round_trip(p, depth):
+    blocks, X, control = p
+    Y = flow(blocks, control, X).end if depth == "continuous" else X
+    steps = control if depth == "continuous" else [(0, 0.0)]
+    doc = witness.make(blocks, X, Y, depth, steps, 1e-9, provenance={"test": True})
+    w = witness.parse(witness.dumps(doc))
+    arrays = w.array_at("inputs"), w.array_at("targets")
+    again = witness.make(w.blocks_at(), *arrays, w.depth, w.steps_at(), w.tolerance, **w.extra)
+    assert again == doc
+    assert witness.replay(w)["passed"]
+
+
+def test_decimal_strings_carry_more_than_float64():
+    blocks = gaussian_blocks(0, 2)
+    X = np.random.default_rng(0).normal(size=(1, 2, 2))
+    control = [(0, 0.5), (1, -0.25)]
+    with precision(40):
+        Y = flow(blocks, control, X, dps=40).end
+        doc = witness.make(blocks, X, Y, "continuous", control, 1e-30)
+    assert isinstance(doc["targets"][0][0][0], str) and len(doc["targets"][0][0][0]) > 30
+    w = witness.parse(witness.dumps(doc))
+    assert witness.replay(w, dps=40)["passed"]
+    assert not witness.replay(w)["passed"]  # float64 cannot reach 1e-30
+
+
+def test_save_refuses_to_overwrite(tmp_path):
+    doc = independent_doc("finite", False)
+    p = tmp_path / "w.json"
+    witness.save(doc, p)
+    before = p.read_text()
+    with pytest.raises(InputError, match="already exists"):
+        witness.save(doc, p)
+    assert p.read_text() == before
+
+
+def _mutations():
+    def drop(k):
+        return lambda d: d.pop(k)
+
+    def setter(path, value):
+        def f(d):
+            node = d
+            for k in path[:-1]:
+                node = node[k]
+            node[path[-1]] = value
+        return f
+
+    return [
+        (drop("schema"), "missing field"),
+        (drop("steps"), "'steps' is missing"),
+        (setter(["schema"], "other/2"), "schema is"),
+        (setter(["depth"], "infinite"), "depth is"),
+        (setter(["inputs", 0, 0, 0], float("nan")), "not a finite number"),
+        (setter(["inputs", 0, 0, 0], "1e999"), "not a finite number"),
+        (setter(["inputs", 0, 0, 0], "abc"), "not a decimal number"),
+        (setter(["inputs", 0, 0, 0], True), "expected a number"),
+        (setter(["inputs", 0, 1], [1.0]), "ragged"),
+        (setter(["inputs"], [[1.0, 2.0]]), "nested lists"),
+        (setter(["targets"], [[[0.0, 0.0]]]), "targets have shape"),
+        (setter(["blocks"], []), "exactly two"),
+        (setter(["blocks", 0, "Q"], [[1.0]]), "expected a 2 x 2 matrix"),
+        (setter(["blocks", 1], {"Q": [[1.0]]}), "fields Q, K, V"),
+        (setter(["steps", 0, "block"], 3), "unknown block index 3"),
+        (setter(["steps", 0], {"block": 0}), "'duration'"),
+        (setter(["tolerance"], -1.0), "non-negative"),
+        (setter(["attention"], {"causal": "yes"}), "boolean"),
+    ]
+
+
+@pytest.mark.parametrize("mutate, message", _mutations())
+def test_malformed_witnesses_are_refused(mutate, message):
+    doc = independent_doc("continuous", False)
+    mutate(doc)
+    with pytest.raises(InputError, match=message):
+        witness.parse(json.dumps(doc))
+
+
+def test_non_json_and_missing_files(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(InputError, match="not valid JSON"):
+        witness.load(bad)
+    with pytest.raises(InputError, match="no such file"):
+        witness.load(tmp_path / "absent.json")
+    with pytest.raises(InputError, match="JSON object"):
+        witness.parse("[1, 2]")
