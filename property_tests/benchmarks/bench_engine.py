@@ -45,8 +45,10 @@ def test_jacobian(benchmark, m):
 def dop853_flow(blocks, control, X):
     Y = X
     for b, tau in control:
-        sol = solve_ivp(lambda t, y: field(blocks[b], y.reshape(X.shape)).ravel(), (0, tau), Y.ravel(),
-                        method="DOP853", rtol=1e-13, atol=1e-14)
+        def rhs(t, y, block=blocks[b]):
+            return field(block, y.reshape(X.shape)).ravel()
+
+        sol = solve_ivp(rhs, (0, tau), Y.ravel(), method="DOP853", rtol=1e-13, atol=1e-14)
         Y = sol.y[:, -1].reshape(X.shape)
     return Y
 
