@@ -100,3 +100,18 @@ def test_array_api_strict_backend_agrees(causal):
     for ours, ref in [(field(b0, Xs), field(b0, X)), (jvp(b0, Xs, Us), jvp(b0, X, U)), (jacobian(b0, Xs), jacobian(b0, X))]:
         assert type(ours).__module__.startswith("array_api_strict")
         assert np.array_equal(to_numpy(ours), ref)
+
+
+def test_cupy_is_optional():
+    from verify.backend import namespace
+    from verify.errors import InputError
+
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        with pytest.raises(InputError, match=r"optional GPU extra"):
+            namespace("cupy")
+    else:  # pragma: no cover - only on machines with the GPU extra
+        assert namespace("cupy") is not None
+    with pytest.raises(InputError, match="unknown backend"):
+        namespace("torch")
