@@ -7,6 +7,8 @@ functions run on
 * ``array-api-strict`` (a deliberately minimal namespace used in the tests to make sure no
   NumPy-only function slips in, which is what keeps the GPU path honest without a GPU),
 * ``cupy`` (optional; imported only when asked for, never required),
+* ``arb``: object arrays of python-flint ``arb`` balls (midpoint-radius intervals whose every
+  operation encloses its rounding error), used for certificates only.
 * ``mpmath``: arbitrary precision.  NumPy object arrays whose entries are MPFR numbers
   (``gmpy2.mpfr``, correctly rounded, about ten times faster than ``mpmath.mpf`` as array
   elements) or, as ``mpmath-pure``, ``mpmath.mpf`` numbers; the working precision is the one of
@@ -36,7 +38,7 @@ import numpy as np
 
 from .errors import InputError
 
-BACKENDS = ("numpy", "array-api-strict", "cupy", "mpmath", "mpmath-pure")
+BACKENDS = ("numpy", "array-api-strict", "cupy", "mpmath", "mpmath-pure", "arb")
 
 try:  # gmpy2's MPFR numbers are ~10x faster than mpmath.mpf as array elements
     import gmpy2
@@ -46,9 +48,11 @@ except ImportError:  # pragma: no cover - gmpy2 is a declared dependency
 
 @contextmanager
 def precision(dps: int) -> Iterator[None]:
-    """Scoped working precision of ``dps`` significant digits for mpmath and gmpy2."""
+    """Scoped working precision of ``dps`` significant digits for mpmath, gmpy2 and Arb."""
+    import flint
+
     bits = math.ceil(dps * math.log2(10)) + 8
-    with mpmath.workdps(dps):
+    with mpmath.workdps(dps), flint.ctx.workprec(bits):
         if gmpy2 is None:
             yield
         else:
@@ -66,11 +70,32 @@ def _to_mpf(v: Any) -> Any:
     return mpmath.mpf(v)
 
 
-def _hp_namespace(pure: bool) -> types.SimpleNamespace:
-    """Object arrays of mpmath.mpf (``pure``) or gmpy2.mpfr numbers, NumPy doing the loops."""
-    use_mpfr = gmpy2 is not None and not pure
-    elem = np.vectorize(_to_mpfr if use_mpfr else _to_mpf, otypes=[object])
-    exp, finite = (gmpy2.exp, gmpy2.is_finite) if use_mpfr else (mpmath.exp, mpmath.isfinite)
+def _to_arb(v: Any) -> Any:
+    import flint
+
+    if isinstance(v, (float, int, np.floating, np.integer)):
+        return flint.arb(float(v)) if isinstance(v, (float, np.floating)) else flint.arb(int(v))
+    return flint.arb(str(v))  # decimal strings (rounded outward by Arb)
+
+
+def _arb_exp(x: Any) -> Any:
+    return x.exp()
+
+
+def _arb_finite(x: Any) -> bool:
+    return bool(x.is_finite())
+
+
+def _hp_namespace(kind: str) -> types.SimpleNamespace:
+    """Object arrays of gmpy2.mpfr (``mpfr``), mpmath.mpf (``mpf``) or flint.arb (``arb``)."""
+    if kind == "mpfr" and gmpy2 is None:
+        kind = "mpf"
+    elem = np.vectorize({"mpfr": _to_mpfr, "mpf": _to_mpf, "arb": _to_arb}[kind], otypes=[object])
+    exp, finite = {
+        "mpfr": (getattr(gmpy2, "exp", None), getattr(gmpy2, "is_finite", None)),
+        "mpf": (mpmath.exp, mpmath.isfinite),
+        "arb": (_arb_exp, _arb_finite),
+    }[kind]
     vec_exp = np.vectorize(exp, otypes=[object])
     vec_abs = np.vectorize(abs, otypes=[object])
     vec_finite = np.vectorize(finite, otypes=[bool])
@@ -82,7 +107,7 @@ def _hp_namespace(pure: bool) -> types.SimpleNamespace:
     return types.SimpleNamespace(
         __name__="mpmath",
         high_precision=True,
-        element="gmpy2.mpfr" if use_mpfr else "mpmath.mpf",
+        element=kind,
         asarray=asarray,
         zeros=lambda shape, dtype=None: asarray(np.zeros(shape)),
         eye=lambda n, dtype=None: asarray(np.eye(n)),
@@ -103,7 +128,7 @@ def _hp_namespace(pure: bool) -> types.SimpleNamespace:
     )
 
 
-_HP = {False: _hp_namespace(False), True: _hp_namespace(True)}
+_HP = {kind: _hp_namespace(kind) for kind in ("mpfr", "mpf", "arb")}
 
 
 def namespace(name: str = "numpy") -> Any:
@@ -124,8 +149,8 @@ def namespace(name: str = "numpy") -> Any:
                 "backend 'cupy' needs the optional GPU extra: pip install -e '.[gpu]'"
             ) from exc
         return xp
-    if name in ("mpmath", "mpmath-pure"):
-        return _HP[name == "mpmath-pure"]
+    if name in ("mpmath", "mpmath-pure", "arb"):
+        return _HP[{"mpmath": "mpfr", "mpmath-pure": "mpf", "arb": "arb"}[name]]
     raise InputError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
 
 
@@ -133,7 +158,9 @@ def namespace_of(x: Any) -> Any:
     """The namespace an array belongs to (object arrays mean high precision)."""
     if isinstance(x, np.ndarray) and x.dtype == object:
         first = x.flat[0] if x.size else None
-        return _HP[gmpy2 is None or isinstance(first, mpmath.mpf)]
+        if isinstance(first, mpmath.mpf) or gmpy2 is None:
+            return _HP["mpf"]
+        return _HP["arb" if type(first).__name__ == "arb" else "mpfr"]
     import array_api_compat
 
     return array_api_compat.array_namespace(x)

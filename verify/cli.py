@@ -14,8 +14,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from . import report, selfcheck, witness
-from .errors import VerifyError
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from . import certify, datafiles, invariants, rank, report, selfcheck, witness
+from .blocks import gaussian_blocks
+from .errors import InputError, VerifyError
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 
@@ -43,6 +49,23 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("witness", metavar="WITNESS.json")
     c.add_argument("--dps", type=_positive_int, default=None, help="replay in arbitrary precision with this many digits")
     c.add_argument("--json", action="store_true", help="print the verdict as JSON")
+
+    r = sub.add_parser("rank", help="rank of the Lie-bracket matrix on a collection, against the invariants' prediction",
+                       description="Iterated Lie brackets (Hall basis) of the two attention fields evaluated on every "
+                                   "sequence; exit 0 when the rank equals the prediction (and, with --certify, a full "
+                                   "rank is proved in ball arithmetic).")
+    r.add_argument("--inputs", required=True, metavar="X", help="collection (N, n, d) as .npy, .npz or .json")
+    src = r.add_mutually_exclusive_group(required=True)
+    src.add_argument("--blocks", metavar="B.json", help="JSON with a 'blocks' field (a witness file works)")
+    src.add_argument("--seed", type=int, help="Gaussian blocks from this seed")
+    r.add_argument("--dim", type=_positive_int, help="token dimension d for --seed (default: the data's)")
+    r.add_argument("--causal", action="store_true", help="causal masking (overrides the blocks file)")
+    r.add_argument("--beta", type=float, default=None, help="inverse temperature (default 1, or the blocks file's)")
+    r.add_argument("--max-degree", type=_positive_int, default=rank.DEFAULT_MAX_DEGREE)
+    r.add_argument("--certify", action="store_true", help="prove full rank in Arb ball arithmetic (and gl(d) when causal)")
+    r.add_argument("--dps", type=_positive_int, default=None, help="decide the rank at this many digits")
+    r.add_argument("--dump", metavar="M.npz", help="write the bracket matrix and its words (refuses to overwrite)")
+    r.add_argument("--json", action="store_true", help="print the result as JSON")
 
     s = sub.add_parser("selfcheck", help="run the engine's self-checks and write reports/verification.json",
                        description="Conventions and invariants of the engine measured on seeded instances.")
@@ -84,7 +107,67 @@ def _selfcheck(args: argparse.Namespace) -> int:
     return EXIT_OK if doc["passed"] else EXIT_FAIL
 
 
-COMMANDS = {"check": _check, "selfcheck": _selfcheck}
+def _blocks_from(args: argparse.Namespace, d: int):
+    if args.blocks is not None:
+        blocks, att = datafiles.load_blocks(args.blocks)
+        if blocks[0].d != d:
+            raise InputError(f"{args.blocks}: blocks are {blocks[0].d} x {blocks[0].d} but the tokens have dimension d = {d}")
+    else:
+        if args.dim is not None and args.dim != d:
+            raise InputError(f"--dim {args.dim} does not match the data, whose tokens have dimension d = {d}")
+        blocks = gaussian_blocks(args.seed, d)
+    causal = args.causal or blocks[0].causal
+    beta = blocks[0].beta if args.beta is None else args.beta
+    if not np.isfinite(beta):
+        raise InputError(f"--beta must be a finite number, got {beta}")
+    return tuple(dataclasses.replace(b, causal=causal, beta=beta) for b in blocks)
+
+
+def _rank(args: argparse.Namespace) -> int:
+    X = datafiles.load_collection(args.inputs)
+    blocks = _blocks_from(args, X.shape[2])
+    if args.dump and Path(args.dump).exists():
+        raise InputError(f"{args.dump} already exists; choose another --dump path or remove it first")
+    res = rank.analyse(blocks, X, max_degree=args.max_degree, dps=args.dps)
+    M = res.pop("matrix")
+    out = {k: res[k] for k in ("dimension", "rank", "expected_rank", "min_degree", "counting_degree", "max_degree",
+                               "words", "sigma_min", "first_dropped", "gap", "noise_level", "decided_by", "sigma")}
+    out["invariants"] = invariants.describe(X, blocks[0].causal)
+    out["certified"] = False
+    if args.certify:
+        if res["rank"] == res["dimension"]:
+            cert = certify.full_rank(blocks, X, max_degree=res["max_degree"], matrix=np.asarray(M, dtype=float))
+            out["certificate"] = cert
+            out["certified"] = cert["certified"]
+        else:
+            out["certificate"] = {"certified": False, "reason": "the rank is not full; a deficit cannot be proved by balls"}
+        if blocks[0].causal:
+            out["gl_d"] = certify.generates_gl(blocks[0].V, blocks[1].V)
+            out["certified"] = out["certified"] and out["gl_d"]["certified"]
+    if args.dump:
+        from .hall import basis, str_word
+
+        np.savez(args.dump, matrix=np.asarray(M, dtype=float), words=np.array([str_word(w) for w in basis(res["max_degree"])]))
+    ok = res["matches_prediction"] and (not args.certify or out["certified"] or res["rank"] < res["dimension"])
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        exp = "none (no sharp prediction for these data)" if out["expected_rank"] is None else out["expected_rank"]
+        print(f"{'PASS' if ok else 'FAIL'}: bracket rank {out['rank']} of {out['dimension']}, prediction {exp}; "
+              f"degree {out['min_degree']} (counting bound {out['counting_degree']}), sigma_min {out['sigma_min']:.2e}, "
+              f"{'gap %.1e' % out['gap'] if out['gap'] else 'nothing dropped'}, decided in {out['decided_by']}")
+        for note in out["invariants"]:
+            print(f"  invariant: {note}")
+        if "certificate" in out:
+            c = out["certificate"]
+            print(f"  certificate: {'sigma_min >= %.3e (Arb)' % c['sigma_min_lower'] if c['certified'] else 'not certified: ' + c['reason']}")
+        if "gl_d" in out:
+            g = out["gl_d"]
+            print(f"  gl(d): rank {g['rank']} of {g['dimension']} ({'exact' if g['certified'] else 'not generated'})")
+    return EXIT_OK if ok else EXIT_FAIL
+
+
+COMMANDS = {"check": _check, "rank": _rank, "selfcheck": _selfcheck}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,118 @@
+"""Reading the user's collections and blocks from files (.npy, .npz, .json).
+
+* a collection: an .npy array of shape (N, n, d); an .npz holding one array (or one named
+  ``inputs``/``targets``/``X``/``Y``, as asked); a .json file holding N x n x d nested lists,
+  or an object with such a field (a witness file works: its ``inputs``/``targets``);
+* blocks: any JSON object with a ``blocks`` field as in the witness schema (two objects with
+  Q, K, V), optionally ``attention`` (``causal``, ``beta``).
+
+Every problem is an :class:`~verify.errors.InputError` naming the file and what was wrong.
+
+>>> import json, tempfile, os, numpy as np
+>>> p = os.path.join(tempfile.mkdtemp(), "x.json")
+>>> _ = open(p, "w").write(json.dumps([[[0.0, 1.0], [2.0, 3.0]]]))
+>>> load_collection(p).shape
+(1, 2, 2)
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import validate
+from .blocks import Block
+from .errors import InputError
+
+COLLECTION_KEYS = ("inputs", "targets", "X", "Y")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a UTF-8 text file") from None
+
+
+def _exists(path: str | Path) -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: no such file")
+    return p
+
+
+def load_collection(path: str | Path, key: str | None = None) -> np.ndarray:
+    """A finite float64 (N, n, d) array from .npy, .npz or .json (see module docstring)."""
+    p = _exists(path)
+    name = str(p)
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".npy":
+            data = np.load(p, allow_pickle=False)
+        elif suffix == ".npz":
+            with np.load(p, allow_pickle=False) as z:
+                keys = list(z.keys())
+                pick = key if key in keys else next((k for k in COLLECTION_KEYS if k in keys), None)
+                if pick is None and len(keys) == 1:
+                    pick = keys[0]
+                if pick is None:
+                    raise InputError(f"{name}: holds arrays {keys}; name one of them 'inputs' or 'targets'")
+                data = z[pick]
+        elif suffix == ".json":
+            doc = _read_json(p)
+            if isinstance(doc, dict):
+                pick = key if key in doc else next((k for k in COLLECTION_KEYS if k in doc), None)
+                if pick is None:
+                    raise InputError(f"{name}: a JSON object needs a field 'inputs' (or 'targets') with N x n x d lists")
+                doc = doc[pick]
+            data = doc
+        else:
+            raise InputError(f"{name}: unknown file type {suffix!r}; use .npy, .npz or .json")
+    except (ValueError, OSError, zipfile.BadZipFile) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"{name}: cannot read as {suffix} ({exc})") from None
+    try:
+        arr = np.array(data, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"{name}: not a rectangular array of real numbers") from None
+    return validate.collection(arr, name)
+
+
+def load_blocks(path: str | Path) -> tuple[tuple[Block, Block], dict[str, Any]]:
+    """Two blocks (and the ``attention`` settings found) from a JSON file with ``blocks``."""
+    p = _exists(path)
+    doc = _read_json(p)
+    if not isinstance(doc, dict) or "blocks" not in doc:
+        raise InputError(f"{p}: expected a JSON object with a field 'blocks' (two objects with Q, K, V)")
+    bl = doc["blocks"]
+    if not isinstance(bl, list) or len(bl) != 2:
+        raise InputError(f"{p}: 'blocks' must be a list of exactly two objects with Q, K, V")
+    att = doc.get("attention", {}) if isinstance(doc.get("attention", {}), dict) else {}
+    causal, beta = att.get("causal", False), att.get("beta", 1.0)
+    if not isinstance(causal, bool):
+        raise InputError(f"{p}: attention.causal must be true or false")
+    try:
+        beta = float(beta)
+    except (TypeError, ValueError):
+        raise InputError(f"{p}: attention.beta must be a number") from None
+    out = []
+    for b, blk in enumerate(bl):
+        if not isinstance(blk, dict) or any(k not in blk for k in "QKV"):
+            raise InputError(f"{p}: blocks[{b}] must be an object with fields Q, K, V")
+        try:
+            mats = [np.array(blk[k], dtype=float) for k in "QKV"]
+        except (TypeError, ValueError):
+            raise InputError(f"{p}: blocks[{b}] has a non-numeric or ragged matrix") from None
+        d = mats[0].shape[0] if mats[0].ndim == 2 else -1
+        for k, m in zip("QKV", mats, strict=True):
+            validate.matrix(m, d, f"{p}: blocks[{b}].{k}")
+        out.append(Block(*mats, beta=beta, causal=causal))
+    blocks = validate.blocks(out)
+    return blocks, {"causal": causal, "beta": beta}
