@@ -8,14 +8,13 @@ problem, never a traceback).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
-
-import dataclasses
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -153,14 +152,16 @@ def _rank(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=1))
     else:
         exp = "none (no sharp prediction for these data)" if out["expected_rank"] is None else out["expected_rank"]
+        gap = f"gap {out['gap']:.1e}" if out["gap"] else "nothing dropped"
         print(f"{'PASS' if ok else 'FAIL'}: bracket rank {out['rank']} of {out['dimension']}, prediction {exp}; "
               f"degree {out['min_degree']} (counting bound {out['counting_degree']}), sigma_min {out['sigma_min']:.2e}, "
-              f"{'gap %.1e' % out['gap'] if out['gap'] else 'nothing dropped'}, decided in {out['decided_by']}")
+              f"{gap}, decided in {out['decided_by']}")
         for note in out["invariants"]:
             print(f"  invariant: {note}")
         if "certificate" in out:
             c = out["certificate"]
-            print(f"  certificate: {'sigma_min >= %.3e (Arb)' % c['sigma_min_lower'] if c['certified'] else 'not certified: ' + c['reason']}")
+            verdict = f"sigma_min >= {c['sigma_min_lower']:.3e} (Arb)" if c["certified"] else f"not certified: {c['reason']}"
+            print(f"  certificate: {verdict}")
         if "gl_d" in out:
             g = out["gl_d"]
             print(f"  gl(d): rank {g['rank']} of {g['dimension']} ({'exact' if g['certified'] else 'not generated'})")

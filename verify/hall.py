@@ -19,9 +19,8 @@ Words print in nested bracket notation: ``0``, ``1``, ``[0,1]``, ``[0,[0,1]]``,
 from __future__ import annotations
 
 from functools import cache
-from typing import Union
 
-Word = Union[int, tuple["Word", "Word"]]
+Word = int | tuple["Word", "Word"]
 
 
 def degree(w: Word) -> int:
