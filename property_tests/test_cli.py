@@ -83,3 +83,92 @@ def test_selfcheck_writes_report(tmp_path):
     doc2 = json.loads((tmp_path / "rep2" / "verification.json").read_text())
     doc.pop("timings"), doc2.pop("timings")
     assert doc == doc2  # deterministic apart from timings
+
+
+# ---------------------------------------------------------------- verify rank
+
+
+def save_npy(tmp_path, name, X):
+    import numpy as np
+
+    p = tmp_path / name
+    np.save(p, X)
+    return p
+
+
+def test_rank_json_dump_and_certify(tmp_path):
+    import numpy as np
+
+    X = np.random.default_rng(3).normal(size=(2, 2, 2))
+    x = save_npy(tmp_path, "x.npy", X)
+    dump = tmp_path / "m.npz"
+    r = run("rank", "--inputs", str(x), "--seed", "4", "--certify", "--json", "--dump", str(dump))
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    for key in ("dimension", "rank", "expected_rank", "min_degree", "certified", "sigma_min"):
+        assert key in out
+    assert out["rank"] == out["dimension"] == 8 and out["certified"] is True
+    with np.load(dump) as z:
+        assert z["matrix"].shape == (8, len(z["words"]))
+        assert list(z["words"][:3]) == ["0", "1", "[0,1]"]
+    again = run("rank", "--inputs", str(x), "--seed", "4", "--dump", str(dump))
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+
+def test_rank_dump_matches_independent_high_precision_columns(tmp_path):
+    """Dumped degree <= 3 columns against SymPy at 30 digits (an independent computation)."""
+    import numpy as np
+
+    from verify.blocks import gaussian_blocks
+
+    from .symbolic import bracket_columns
+
+    X = np.random.default_rng(5).normal(size=(2, 2, 2))
+    x = save_npy(tmp_path, "x.npy", X)
+    blocks_file = tmp_path / "b.json"
+    blocks = gaussian_blocks(6, 2)
+    blocks_file.write_text(json.dumps({"blocks": [{k: getattr(b, k).tolist() for k in "QKV"} for b in blocks]}))
+    dump = tmp_path / "m.npz"
+    r = run("rank", "--inputs", str(x), "--blocks", str(blocks_file), "--dump", str(dump), "--max-degree", "5")
+    assert r.returncode == 0, r.stdout + r.stderr
+    with np.load(dump) as z:
+        M, words = z["matrix"], list(z["words"])
+    for s in range(2):
+        for w, col in bracket_columns(blocks, X[s]).items():
+            got = M[s * 4:(s + 1) * 4, words.index(w)]
+            assert np.abs(got - col).max() <= 1e-9 * np.abs(col).max()
+
+
+def test_rank_causal_reports_gl_d(tmp_path):
+    import numpy as np
+
+    X = np.random.default_rng(3).normal(size=(3, 2, 2))
+    r = run("rank", "--inputs", str(save_npy(tmp_path, "x.npy", X)), "--seed", "1", "--causal", "--certify", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["rank"] == out["expected_rank"] == 2 * 2 + 2 * 3
+    assert out["gl_d"]["certified"] and out["gl_d"]["rank"] == 4
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--inputs", "MISSING.npy", "--seed", "1"], "no such file"),
+    (["--inputs", "BAD.npy", "--seed", "1"], "expected an array of shape (N, n, d)"),
+    (["--inputs", "NAN.npy", "--seed", "1"], "finite number"),
+    (["--inputs", "X.npy", "--seed", "1", "--dim", "3"], "does not match"),
+    (["--inputs", "X.npy", "--blocks", "NOTJSON.json"], "not valid JSON"),
+    (["--inputs", "X.npy", "--blocks", "X.npy"], "not a UTF-8 text file"),
+    (["--inputs", "TXT.txt", "--seed", "1"], "unknown file type"),
+])
+def test_rank_refuses_bad_input(tmp_path, args, message):
+    import numpy as np
+
+    np.save(tmp_path / "X.npy", np.zeros((1, 2, 2)) + np.arange(2)[:, None])
+    np.save(tmp_path / "BAD.npy", np.zeros((3, 2)))
+    nan = np.ones((1, 2, 2))
+    nan[0, 0, 0] = np.nan
+    np.save(tmp_path / "NAN.npy", nan)
+    (tmp_path / "NOTJSON.json").write_text("{")
+    (tmp_path / "TXT.txt").write_text("1 2 3")
+    r = run("rank", *args, cwd=tmp_path)
+    assert r.returncode == 2, r.stdout
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr

@@ -48,7 +48,10 @@ def parse_word(text: str) -> Word:
             raise ValueError(f"bad bracket word {text!r}")
         return (left, right), i + 1
 
-    w, end = read(0)
+    try:
+        w, end = read(0)
+    except IndexError:
+        end = -1
     if end != len(s):
         raise ValueError(f"bad bracket word {text!r}")
     return w

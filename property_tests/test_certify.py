@@ -1,0 +1,69 @@
+"""Certificates: full rank in Arb, gl(d) over the rationals; and that they can fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from verify.blocks import gaussian_blocks
+from verify.brackets import bracket_matrix
+from verify.certify import full_rank, generates_gl, select_columns
+from verify.hall import basis, degree
+from verify.rank import analyse, degree_scales, singular_values
+
+
+@pytest.mark.parametrize("shape, causal", [((2, 3, 2), False), ((1, 4, 2), False), ((3, 2, 1), False), ((2, 2, 2), True)])
+def test_full_rank_is_certified_on_generic_data(shape, causal):
+    X = np.random.default_rng(7).normal(size=shape)
+    blocks = gaussian_blocks(7, shape[2], causal=causal)
+    r = analyse(blocks, X)
+    if r["rank"] < r["dimension"]:
+        pytest.skip("causal data with N > d is not of full rank")
+    c = full_rank(blocks, X, max_degree=r["max_degree"])
+    assert c["certified"], c
+    assert 0 < c["sigma_min_lower"] and c["norm_I_minus_RA_upper"] < 1
+    assert len(c["columns"]) == X.size
+    # the certified bound is a lower bound of the float64 smallest singular value of the same
+    # selected, scaled columns
+    M, words = bracket_matrix(blocks, X, r["max_degree"])
+    cols = [words.index(w) for w in c["columns"]]
+    sub = M[:, cols] / np.array(c["column_scales"])
+    assert c["sigma_min_lower"] <= np.linalg.svd(sub, compute_uv=False)[-1] * (1 + 1e-10)
+
+
+def test_certificate_fails_on_rank_deficient_data():
+    X = np.random.default_rng(8).normal(size=(2, 3, 2))
+    X[0, 2] = X[0, 0]  # coincident tokens: rank 10 of 12 at every degree
+    c = full_rank(gaussian_blocks(8, 2), X, max_degree=6)
+    assert not c["certified"] and c["reason"]
+
+
+def test_certificate_fails_with_too_few_words():
+    X = np.random.default_rng(8).normal(size=(2, 3, 2))
+    c = full_rank(gaussian_blocks(8, 2), X, max_degree=3)
+    assert not c["certified"] and "only 5 words" in c["reason"]
+
+
+def test_select_columns_picks_an_independent_set():
+    X = np.random.default_rng(9).normal(size=(2, 2, 2))
+    blocks = gaussian_blocks(9, 2)
+    M, _ = bracket_matrix(blocks, X, 5)
+    cols = select_columns(M, 8)
+    degs = np.array([degree(w) for w in basis(5)])
+    scales = degree_scales(blocks, X, M, degs)
+    assert singular_values(M[:, cols], scales[cols])[-1] > 1e-8
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_gl_d_generated_by_gaussian_values(d):
+    b0, b1 = gaussian_blocks(d, d)
+    g = generates_gl(b0.V, b1.V)
+    assert g["certified"] and g["rank"] == d * d
+
+
+def test_gl_d_refused_for_commuting_values():
+    A = np.array([[1.0, 2.0], [3.0, 4.0]])
+    g = generates_gl(A, 2 * A + 3 * np.eye(2))  # commuting exactly: the span is 2-dimensional
+    assert not g["certified"] and g["rank"] == 2
+    g = generates_gl(np.diag([1.0, 2.0]), np.diag([3.0, -1.0]))
+    assert not g["certified"] and g["rank"] == 2

@@ -1,0 +1,92 @@
+"""Rank predictions of the invariants, held exactly against the measured bracket rank."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verify.blocks import gaussian_blocks
+from verify.invariants import predicted_rank
+from verify.rank import analyse, decide, noise_level
+
+
+@st.composite
+def structured(draw, causal=False, max_m=12):
+    """Random tokens (separated: drawn from a Gaussian) with exact structure imposed."""
+    d = draw(st.integers(1, 2))
+    n = draw(st.integers(1, 3))
+    N = draw(st.integers(1, max(1, max_m // (n * d))))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    X = rng.normal(size=(N, n, d))
+    kind = draw(st.sampled_from(["generic", "coincident", "permuted", "prefix"]))
+    if kind == "coincident" and n >= 2:
+        s = draw(st.integers(0, N - 1))
+        X[s, n - 1] = X[s, 0]
+    elif kind == "permuted" and N >= 2 and not causal:
+        X[1] = X[0][rng.permutation(n)]
+    elif kind == "prefix" and N >= 2 and n >= 2:
+        k = draw(st.integers(1, n - 1))
+        X[1, :k] = X[0, :k]
+    seed = draw(st.integers(0, 10**6))
+    return gaussian_blocks(seed, d, causal=causal), X
+
+
+@settings(max_examples=15)
+@given(structured(causal=False))
+def test_full_attention_rank_equals_prediction(case):
+    blocks, X = case
+    r = analyse(blocks, X, max_degree=8)
+    assert r["expected_rank"] == predicted_rank(X)
+    assert r["rank"] == r["expected_rank"], r
+
+
+@settings(max_examples=15)
+@given(structured(causal=True))
+def test_causal_rank_equals_prediction(case):
+    blocks, X = case
+    expected = predicted_rank(X, causal=True)
+    if expected is None:  # coincident tokens under causal masking: no sharp prediction
+        return
+    r = analyse(blocks, X, max_degree=8)
+    assert r["rank"] == expected, r
+
+
+def test_prediction_formulas():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3, 3, 2))
+    assert predicted_rank(X) == 18
+    X[0, 2] = X[0, 0]
+    assert predicted_rank(X) == 18 - 2
+    X[1, 1] = X[1, 0]
+    assert predicted_rank(X) == 18 - 4  # each further pair: another d
+    Y = rng.normal(size=(3, 3, 2))
+    Y[2] = Y[0][[2, 0, 1]]
+    assert predicted_rank(Y) == 18 - 6  # a permuted sequence: n d fewer
+    C = rng.normal(size=(4, 3, 2))
+    assert predicted_rank(C, causal=True) == 2 * 2 + 2 * (4 + 4)  # rank of first tokens = d = 2
+    C[1, :2] = C[0, :2]
+    assert predicted_rank(C, causal=True) == 2 * 2 + 2 * (3 + 4)
+    single = rng.normal(size=(5, 1, 2))
+    assert predicted_rank(single) == 2 * 2  # n = 1: linear dynamics, d * rank
+
+
+@pytest.mark.parametrize("shape, causal", [((2, 3, 1), False), ((3, 2, 2), True), ((4, 1, 2), False)])
+def test_analysis_reports_what_decided(shape, causal):
+    X = np.random.default_rng(1).normal(size=shape)
+    r = analyse(gaussian_blocks(5, shape[2], causal=causal), X)
+    assert r["matches_prediction"]
+    assert r["counting_degree"] <= r["min_degree"] <= r["max_degree"]
+    if r["rank"] < r["dimension"]:
+        # a deficit is never decided in float64: it is confirmed where rounding is 1e-30
+        assert r["decided_by"] != "float64"
+        assert r["first_dropped"] < noise_level(1e-30, r["words"]) and r["gap"] > 1e20
+
+
+def test_decision_rule():
+    eta = noise_level(2.0**-52, 10)
+    assert decide(np.array([1.0, 0.5, 1e-3]), 2.0**-52, 10, 3) == (3, True)
+    assert decide(np.array([1.0, 0.5, eta / 10]), 2.0**-52, 10, 3) == (2, False)  # deficit: not in float64
+    assert decide(np.array([1.0, 2 * eta]), 2.0**-52, 10, 2) == (2, False)  # too close to the noise
+    assert decide(np.array([1.0, 1e-40]), 1e-30, 10, 2) == (1, True)
