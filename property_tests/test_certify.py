@@ -23,12 +23,13 @@ def test_full_rank_is_certified_on_generic_data(shape, causal):
     assert c["certified"], c
     assert 0 < c["sigma_min_lower"] and c["norm_I_minus_RA_upper"] < 1
     assert len(c["columns"]) == X.size
-    # the certified bound is a lower bound of the float64 smallest singular value of the same
-    # selected, scaled columns
+    # a lower bound of the smallest singular value of the same selected, scaled columns, and
+    # so of the sigma_min the rank analysis reports
     M, words = bracket_matrix(blocks, X, r["max_degree"])
     cols = [words.index(w) for w in c["columns"]]
     sub = M[:, cols] / np.array(c["column_scales"])
     assert c["sigma_min_lower"] <= np.linalg.svd(sub, compute_uv=False)[-1] * (1 + 1e-10)
+    assert c["sigma_min_lower"] <= r["sigma_min"] * (1 + 1e-10)
 
 
 def test_certificate_fails_on_rank_deficient_data():
@@ -48,9 +49,9 @@ def test_select_columns_picks_an_independent_set():
     X = np.random.default_rng(9).normal(size=(2, 2, 2))
     blocks = gaussian_blocks(9, 2)
     M, _ = bracket_matrix(blocks, X, 5)
-    cols = select_columns(M, 8)
     degs = np.array([degree(w) for w in basis(5)])
     scales = degree_scales(blocks, X, M, degs)
+    cols = select_columns(M / scales, 8)
     assert singular_values(M[:, cols], scales[cols])[-1] > 1e-8
 
 

@@ -3,15 +3,17 @@
 **Full rank (ball arithmetic).**  The bracket matrix is recomputed with python-flint Arb balls
 (:mod:`verify.brackets` on object arrays of ``arb``): inputs and block entries are taken as
 the exact binary64 values, and every +, *, / and exp encloses its rounding, so each entry is a
-ball that contains the exact bracket value.  Of the W columns, m = N n d are selected by
-float64 QR with column pivoting and scaled by exact binary64 numbers c_j (their float64
-norms).  With R the float64 inverse of the midpoint matrix, Arb computes E = I - R A; if
+ball that contains the exact bracket value.  Columns are scaled by the binary64 degree scales
+s_k of :func:`verify.rank.degree_scales` (dividing by a binary64 number is enclosed like any
+other operation), and m = N n d of the W columns are selected by float64 QR with column
+pivoting.  With R the float64 inverse of the midpoint matrix, Arb computes E = I - R A; if
 ||E||_F < 1 then A is nonsingular (R A = I - E is) and
 
     sigma_min(A) >= (1 - ||E||_F) / ||R||_F,
 
-which also bounds the m-th singular value of the whole column-scaled bracket matrix (adding
-columns cannot lower it).  Bounds are rounded outward to binary64.
+which also bounds the m-th singular value of the whole scaled bracket matrix (adding columns
+cannot lower it), i.e. the ``sigma_min`` that :func:`verify.rank.analyse` reports.  Bounds are
+rounded outward to binary64.
 
 **gl(d) for causal masking (exact).**  The first token moves by the linear fields
 x -> V_b x, whose brackets are matrix commutators; with the vector-field convention
@@ -43,6 +45,7 @@ from .backend import namespace, precision
 from .blocks import Block
 from .brackets import bracket_matrix
 from .hall import Word, basis, degree, str_word
+from .rank import degree_scales
 
 DEFAULT_DIGITS = 30
 
@@ -56,10 +59,8 @@ def _up(x: Any) -> float:
 
 
 def select_columns(M: np.ndarray, m: int) -> list[int]:
-    """m column indices chosen by QR with column pivoting of the column-normalised matrix."""
-    norms = np.linalg.norm(M, axis=0)
-    A = M / np.where(norms > 0, norms, 1.0)
-    _, _, piv = scipy.linalg.qr(A, mode="economic", pivoting=True)
+    """m column indices chosen by QR with column pivoting of the (already scaled) matrix."""
+    _, _, piv = scipy.linalg.qr(M, mode="economic", pivoting=True)
     return sorted(int(j) for j in piv[:m])
 
 
@@ -81,10 +82,9 @@ def full_rank(
     base = {"certified": False, "method": "Arb enclosure of the bracket matrix; ||I - R A||_F < 1", "digits": digits}
     if M.shape[1] < m:
         return base | {"reason": f"only {M.shape[1]} words of degree <= {max_degree} for {m} dimensions"}
-    cols = select_columns(M, m)
-    scale = np.linalg.norm(M[:, cols], axis=0)
-    if np.any(scale == 0):
-        return base | {"reason": "a selected column is zero"}
+    scales = degree_scales(blocks, X, M, np.array([degree(w) for w in basis(max_degree)]))
+    cols = select_columns(M / scales, m)
+    scale = scales[cols]
     with precision(digits):
         Ma, _ = bracket_matrix(blocks, namespace("arb").asarray(X), max_degree)
         A = flint.arb_mat([[Ma[i, j] / float(scale[k]) for k, j in enumerate(cols)] for i in range(m)])
