@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SEED   ?= 0
 
-.PHONY: setup verify test test-thorough bench lint clean
+.PHONY: setup verify test test-thorough bench reach lint clean
 
 setup: $(STAMP)
 
@@ -27,10 +27,14 @@ test-thorough: $(STAMP)
 
 bench: $(STAMP)
 	mkdir -p reports/benchmarks
-	$(PY) -m pytest -q -o addopts="" -o python_files="bench_*.py" property_tests/benchmarks --benchmark-json=reports/benchmarks/latest.json
+	$(PY) -m pytest -q -o addopts="" -o python_files="bench_*.py" property_tests/benchmarks --ignore=property_tests/benchmarks/bench_solver.py --benchmark-json=reports/benchmarks/latest.json
 
 lint: $(STAMP)
 	$(PY) -m ruff check verify theorems property_tests
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .benchmarks
+
+reach: $(STAMP)
+	mkdir -p reports/benchmarks
+	$(PY) -m pytest -q -s -o addopts="" -o python_files="bench_*.py" property_tests/benchmarks/bench_solver.py --benchmark-json=reports/benchmarks/reach.json

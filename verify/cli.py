@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import certify, datafiles, invariants, rank, report, selfcheck, witness
+from . import certify, datafiles, invariants, rank, report, selfcheck, validate, witness
 from .blocks import gaussian_blocks
 from .errors import InputError, VerifyError
 
@@ -65,6 +65,29 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--dps", type=_positive_int, default=None, help="decide the rank at this many digits")
     r.add_argument("--dump", metavar="M.npz", help="write the bracket matrix and its words (refuses to overwrite)")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    i = sub.add_parser("interpolate", help="construct a control (or network) mapping inputs onto targets; write a witness",
+                       description="Refuses inadmissible data with the obstruction; otherwise searches a control "
+                                   "(continuous depth) or residual network (finite depth), replays it, and writes a "
+                                   "witness. Exit 0 only when the witness replays within its tolerance.")
+    i.add_argument("--inputs", required=True, metavar="X")
+    i.add_argument("--targets", required=True, metavar="Y")
+    src = i.add_mutually_exclusive_group(required=True)
+    src.add_argument("--blocks", metavar="B.json", help="JSON with a 'blocks' field (a witness file works)")
+    src.add_argument("--seed", type=int, help="Gaussian blocks from this seed")
+    i.add_argument("--dim", type=_positive_int, help="token dimension d for --seed (default: the data's)")
+    i.add_argument("--causal", action="store_true")
+    i.add_argument("--beta", type=float, default=None)
+    i.add_argument("--depth", choices=["continuous", "finite"], default="continuous")
+    i.add_argument("--method", choices=["lm", "steer"], default="lm", help="lm (default) or bracket steering (continuous)")
+    i.add_argument("--tolerance", type=float, default=1e-10, help="claimed max |image - target| (default 1e-10)")
+    i.add_argument("--dps", type=_positive_int, default=None, help="also replay the witness at this many digits")
+    i.add_argument("--max-depth", type=_positive_int, default=None, help="largest number of steps/layers")
+    i.add_argument("--time-budget", type=float, default=60.0, help="seconds of search (default 60)")
+    i.add_argument("--search-seed", type=int, default=0, help="seed of the random starts (recorded in the witness)")
+    i.add_argument("--out", metavar="W.json", help="witness file to write (refuses to overwrite)")
+    i.add_argument("--json", action="store_true")
+    i.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     s = sub.add_parser("selfcheck", help="run the engine's self-checks and write reports/verification.json",
                        description="Conventions and invariants of the engine measured on seeded instances.")
@@ -168,7 +191,61 @@ def _rank(args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_FAIL
 
 
-COMMANDS = {"check": _check, "rank": _rank, "selfcheck": _selfcheck}
+def _interpolate(args: argparse.Namespace) -> int:
+    from . import solver
+
+    X = datafiles.load_collection(args.inputs, "inputs")
+    Y = datafiles.load_collection(args.targets, "targets")
+    validate.matching(X, Y)
+    blocks = _blocks_from(args, X.shape[2])
+    if not (np.isfinite(args.tolerance) and args.tolerance > 0):
+        raise InputError(f"--tolerance must be a positive number, got {args.tolerance}")
+    if args.out and Path(args.out).exists():
+        raise InputError(f"{args.out} already exists; choose another --out path or remove it first")
+    settings = solver.Settings(
+        tolerance=args.tolerance, depth=args.depth, method=args.method, seed=args.search_seed,
+        time_budget=args.time_budget, **({"max_depth": args.max_depth} if args.max_depth else {}),
+    )
+    quiet = args.quiet or args.json
+
+    def progress(msg: str) -> None:
+        if not quiet:
+            print(f"  {msg}", file=sys.stderr, flush=True)
+
+    sol = solver.solve(blocks, X, Y, settings, progress)
+    out: dict[str, Any] = {
+        "success": sol.success, "message": sol.message, "error": sol.error, "depth_kind": args.depth,
+        "depth": sol.depth, "total_duration": sol.total_duration, "wall_time_s": round(sol.wall_time, 3),
+    }
+    if sol.success:
+        doc = witness.make(
+            blocks, X, Y, args.depth, sol.steps if args.depth == "continuous" else sol.layers, args.tolerance,
+            precision="float64",
+            provenance={"tool": "verify interpolate", "method": args.method, "settings": sol.settings,
+                        "seeds": sol.seeds, "starts_or_moves": sol.moves, "jacobians": sol.chord_iterations,
+                        "wall_time_s": round(sol.wall_time, 3)},
+        )
+        checked = witness.replay(witness.from_dict(doc))
+        out["replay"] = checked
+        if args.dps:
+            out["replay_high_precision"] = witness.replay(witness.from_dict(doc), args.dps)
+        ok = checked["passed"] and out.get("replay_high_precision", {"passed": True})["passed"]
+        if ok and args.out:
+            witness.save(doc, args.out)
+            out["witness"] = args.out
+    else:
+        ok = False
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        word = "PASS" if ok else "FAIL"
+        wrote = f"; wrote {args.out}" if ok and args.out else ""
+        print(f"{word}: {sol.message}; max |image - target| = {sol.error:.2e}, {args.depth} depth {sol.depth}, "
+              f"total |duration| {sol.total_duration:.3g}, {sol.wall_time:.1f} s{wrote}")
+    return EXIT_OK if ok else EXIT_FAIL
+
+
+COMMANDS = {"check": _check, "interpolate": _interpolate, "rank": _rank, "selfcheck": _selfcheck}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -104,3 +104,92 @@ def describe(X: np.ndarray, causal: bool = False) -> list[str]:
                 if len(g) > 1 and i > 1:
                     notes.append(f"sequences {', '.join(map(str, g))} share the prefix of length {i}")
     return notes
+
+
+# ------------------------------------------------------------------ admissibility
+
+
+def _pairs_multiset(X: np.ndarray, Y: np.ndarray, s: int) -> list[tuple]:
+    return sorted(_key(x) + _key(y) for x, y in zip(X[s], Y[s], strict=True))
+
+
+def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False) -> None:
+    """Refuse targets that no control can reach from the inputs, naming the obstruction.
+
+    Full attention: the coincidence pattern of every sequence, the permutation relations
+    between sequences (with the same permutation for inputs and targets) and, for d = 1, the
+    order of the tokens of every sequence must agree.  Causal masking: the first tokens must
+    be related by one G with det G > 0 (least squares, relative residual <= 1e-12), and shared
+    prefixes must agree.  Raises :class:`~verify.errors.InputError`.
+    """
+    from .errors import InputError
+
+    N, n, d = X.shape
+    if causal:
+        _check_first_tokens(X[:, 0, :], Y[:, 0, :])
+        for i in range(1, n + 1):
+            for s in range(N):
+                for t in range(s + 1, N):
+                    same_x = np.array_equal(X[s, :i], X[t, :i])
+                    same_y = np.array_equal(Y[s, :i], Y[t, :i])
+                    if same_x != same_y:
+                        which = "inputs" if same_x else "targets"
+                        raise InputError(
+                            f"sequences {s} and {t} share their first {i} tokens in the {which} only; under causal "
+                            "masking shared prefixes stay shared and distinct ones stay distinct"
+                        )
+        return
+    for s in range(N):
+        for i in range(n):
+            for j in range(i + 1, n):
+                cx, cy = np.array_equal(X[s, i], X[s, j]), np.array_equal(Y[s, i], Y[s, j])
+                if cx != cy:
+                    which = "inputs" if cx else "targets"
+                    raise InputError(
+                        f"sequence {s}: tokens {i} and {j} coincide in the {which} only; coincident tokens stay "
+                        "coincident and distinct ones stay distinct under full attention"
+                    )
+    for s in range(N):
+        for t in range(s + 1, N):
+            px = sorted(map(_key, X[s])) == sorted(map(_key, X[t]))
+            py = sorted(map(_key, Y[s])) == sorted(map(_key, Y[t]))
+            if px != py or (px and _pairs_multiset(X, Y, s) != _pairs_multiset(X, Y, t)):
+                raise InputError(
+                    f"sequences {s} and {t} are token permutations of each other in the "
+                    f"{'inputs' if px else 'targets'} but not by the same permutation in the "
+                    f"{'targets' if px else 'inputs'}; full attention keeps permuted sequences permuted"
+                )
+    if d == 1:
+        for s in range(N):
+            for i in range(n):
+                for j in range(n):
+                    if X[s, i, 0] < X[s, j, 0] and not Y[s, i, 0] < Y[s, j, 0]:
+                        raise InputError(
+                            f"sequence {s}: tokens {i} and {j} change order (d = 1); in one dimension tokens of a "
+                            "sequence never cross"
+                        )
+
+
+def _check_first_tokens(A: np.ndarray, B: np.ndarray) -> None:
+    """B^T = G A^T for one G with det G > 0 (rows of A, B: first tokens of the sequences)."""
+    from .errors import InputError
+
+    N, d = A.shape
+    G, *_ = np.linalg.lstsq(A, B, rcond=None)  # A G^T ~ B
+    G = G.T
+    resid = np.abs(A @ G.T - B).max()
+    scale = max(np.abs(B).max(), np.abs(A).max(), 1e-300)
+    if resid > 1e-12 * scale * max(1.0, np.abs(G).max()):
+        raise InputError(
+            f"the targets' first tokens are not one linear map G of the inputs' first tokens (residual {resid:.2e}); "
+            "under causal masking x_1 -> G x_1 with the same G for every sequence"
+        )
+    rank_a, rank_b = exact_rank(A), exact_rank(B)
+    if rank_a != rank_b:
+        raise InputError(
+            f"the first tokens span dimension {rank_a} in the inputs but {rank_b} in the targets; G must be invertible"
+        )
+    if rank_a == d and np.linalg.det(G) <= 0:
+        raise InputError(
+            f"the first tokens determine G with det G = {np.linalg.det(G):.3g} <= 0; the flows reach only GL+(d)"
+        )

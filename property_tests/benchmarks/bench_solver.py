@@ -1,0 +1,63 @@
+"""The reach table: the solver on random Gaussian instances, against a plain LM baseline.
+
+Instances: inputs and targets i.i.d. N(0, 1) of shape (N, n, d) for m = N n d in
+``REACH_SIZES`` (default 8,18,32,64,128), blocks from the instance's seed, ``REACH_INSTANCES``
+(default 10) per size, ``REACH_BUDGET`` seconds each (default 60).  For each (m, depth,
+method) one benchmark round runs every instance and stores in ``extra_info``: success rate,
+median time, median depth, worst replay error of the successes.  ``lm`` restarts until the
+budget is spent; the ``plain-lm`` baseline is one start of 300 Jacobians.  A full table takes
+hours: run it as ``make reach`` (or set the variables for a smaller one).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+import numpy as np
+import pytest
+
+from verify.blocks import gaussian_blocks
+from verify.solver import Settings, replay_error, solve
+
+SHAPES = {8: (2, 2, 2), 18: (3, 3, 2), 32: (4, 4, 2), 64: (8, 4, 2), 128: (16, 4, 2)}
+SIZES = [int(s) for s in os.environ.get("REACH_SIZES", "8,18,32,64,128").split(",")]
+INSTANCES = int(os.environ.get("REACH_INSTANCES", "10"))
+BUDGET = float(os.environ.get("REACH_BUDGET", "60"))
+METHODS = {
+    "lm": dict(method="lm"),
+    "plain-lm": dict(method="lm", max_iter=300, max_starts=1),  # the DESIGN's baseline: one start
+}
+
+
+def reach(m: int, depth: str, method: str) -> dict:
+    N, n, d = SHAPES[m]
+    results = []
+    for inst in range(INSTANCES):
+        rng = np.random.default_rng([m, inst])
+        X, Y = rng.normal(size=(N, n, d)), rng.normal(size=(N, n, d))
+        blocks = gaussian_blocks(10_000 + inst, d)
+        settings = Settings(depth=depth, time_budget=BUDGET, seed=inst, **METHODS[method])
+        t0 = time.perf_counter()
+        sol = solve(blocks, X, Y, settings)
+        err = replay_error(blocks, sol.steps, X, Y, depth)
+        results.append((sol.success and err <= settings.tolerance, time.perf_counter() - t0, sol.depth, err))
+    wins = [r for r in results if r[0]]
+    return {
+        "m": m, "depth": depth, "method": method, "instances": INSTANCES, "budget_s": BUDGET,
+        "success_rate": len(wins) / INSTANCES,
+        "median_time_s": statistics.median(r[1] for r in results),
+        "median_depth": statistics.median(r[2] for r in wins) if wins else None,
+        "worst_replay_error": max(r[3] for r in wins) if wins else None,
+    }
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+@pytest.mark.parametrize("depth", ["finite", "continuous"])
+@pytest.mark.parametrize("m", SIZES)
+def test_reach(benchmark, m, depth, method):
+    benchmark.group = f"reach m={m} {depth}"
+    out = benchmark.pedantic(reach, (m, depth, method), rounds=1, iterations=1)
+    benchmark.extra_info.update(out)
+    print(out)

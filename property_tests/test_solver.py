@@ -1,0 +1,121 @@
+"""Admissibility, the solver, and the witnesses it writes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from verify import witness
+from verify.blocks import gaussian_blocks
+from verify.errors import InputError
+from verify.invariants import check_admissible
+from verify.newton import levenberg_marquardt
+from verify.solver import Settings, solve
+from verify.steering import inverse, merge, realize
+
+from . import independent
+from .test_cli import run, save_npy
+
+
+def _pair(seed, shape):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=shape), rng.normal(size=shape)
+
+
+@pytest.mark.parametrize("mutate, causal, message", [
+    (lambda X, Y: Y.__setitem__((0, 1), Y[0, 0]), False, "coincide in the targets only"),
+    (lambda X, Y: X.__setitem__((1, 2), X[1, 0]), False, "coincide in the inputs only"),
+    (lambda X, Y: X.__setitem__(1, X[0, ::-1]), False, "token permutations"),
+    (lambda X, Y: (X.__setitem__(1, X[0, ::-1]), Y.__setitem__(1, Y[0])), False, "token permutations"),
+    (lambda X, Y: None, True, "not one linear map G"),
+    (lambda X, Y: (X.__setitem__((1, 0), X[0, 0]), Y.__setitem__((1, slice(0, 2)), Y[0, :2])), True,
+     "share their first 2 tokens in the targets only"),
+])
+def test_inadmissible_data_are_refused(mutate, causal, message):
+    X, Y = _pair(0, (3, 3, 2))
+    if causal:
+        G = np.array([[1.0, 0.5], [0.2, 2.0]])
+        Y[:, 0] = X[:, 0] @ G.T
+        if message.startswith("not one"):
+            Y[2, 0] += 1.0
+    mutate(X, Y)
+    with pytest.raises(InputError, match=message):
+        check_admissible(X, Y, causal)
+
+
+def test_orientation_and_order_obstructions():
+    X, Y = _pair(1, (3, 2, 2))
+    Y[:, 0] = X[:, 0] @ np.diag([-1.0, 1.0])
+    with pytest.raises(InputError, match="det G"):
+        check_admissible(X, Y, causal=True)
+    X1 = np.sort(_pair(2, (2, 3, 1))[0], axis=1)
+    with pytest.raises(InputError, match="change order"):
+        check_admissible(X1, X1[:, ::-1].copy())
+    check_admissible(X1, X1 * 2.0)  # same order: fine
+
+
+def test_realisation_is_a_commutator_with_the_right_sign():
+    steps = realize(((0, 1)), -0.09)
+    assert merge(steps + inverse(steps)) == []
+    assert [b for b, _ in steps] == [0, 1, 0, 1] and steps[0][1] == pytest.approx(-0.3)
+
+
+def test_levenberg_marquardt_underdetermined_min_norm():
+    A = np.array([[1.0, 2.0, 3.0]])
+    x, info = levenberg_marquardt(lambda x: (A @ x - 6.0, A), np.zeros(3), tol=1e-13)
+    assert info["converged"] and np.allclose(x, A[0] * 6.0 / 14.0)
+
+
+@pytest.mark.parametrize("depth", ["finite", "continuous"])
+def test_solver_witness_replays_independently(depth):
+    rng = np.random.default_rng(3)
+    X, Y = np.sort(rng.normal(size=(1, 2, 1)), axis=1), np.sort(rng.normal(size=(1, 2, 1)), axis=1)
+    blocks = gaussian_blocks(3, 1)
+    sol = solve(blocks, X, Y, Settings(depth=depth, time_budget=60))
+    assert sol.success, sol.message
+    steps = sol.steps if depth == "continuous" else sol.layers
+    doc = witness.make(blocks, X, Y, depth, steps, 1e-10)
+    assert witness.replay(witness.parse(json.dumps(doc)))["passed"]
+    mats = [(b.Q, b.K, b.V) for b in blocks]
+    theirs = independent.flow(mats, steps, X) if depth == "continuous" else independent.network(mats, steps, X)
+    assert np.abs(theirs - Y).max() <= 1e-9  # DOP853 at rtol 1e-13 adds its own error
+
+
+def test_causal_compatible_data_are_solved():
+    """One small compatible instance (the solver's reach is measured in the benchmark, not here)."""
+    rng = np.random.default_rng(50)
+    X = rng.normal(size=(2, 2, 1))
+    G = np.eye(1) + 0.3 * rng.normal(size=(1, 1))
+    Y = rng.normal(size=(2, 2, 1))
+    Y[:, 0] = X[:, 0] @ G.T  # G > 0
+    sol = solve(gaussian_blocks(0, 1, causal=True), X, Y, Settings(depth="finite", time_budget=60))
+    assert sol.success and sol.error <= 1e-10
+
+
+def test_interpolate_cli(tmp_path):
+    rng = np.random.default_rng(3)
+    X, Y = np.sort(rng.normal(size=(1, 2, 1)), axis=1), np.sort(rng.normal(size=(1, 2, 1)), axis=1)
+    x, y = save_npy(tmp_path, "x.npy", X), save_npy(tmp_path, "y.npy", Y)
+    out = tmp_path / "w.json"
+    r = run("interpolate", "--inputs", str(x), "--targets", str(y), "--seed", "3", "--depth", "finite",
+            "--out", str(out), "--json", "--dps", "20")
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = json.loads(r.stdout)
+    assert res["success"] and res["replay"]["passed"] and res["replay_high_precision"]["passed"]
+    doc = json.loads(out.read_text())
+    assert doc["provenance"]["seeds"] and doc["depth"] == "finite" and doc["tolerance"] == 1e-10
+    assert run("check", str(out)).returncode == 0
+    again = run("interpolate", "--inputs", str(x), "--targets", str(y), "--seed", "3", "--out", str(out))
+    assert again.returncode == 2 and "already exists" in again.stderr
+    rev = save_npy(tmp_path, "rev.npy", Y[:, ::-1])
+    r = run("interpolate", "--inputs", str(x), "--targets", str(rev), "--seed", "3")
+    assert r.returncode == 2 and "change order" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_interpolate_reports_not_found(tmp_path):
+    X, Y = _pair(5, (2, 2, 2))
+    r = run("interpolate", "--inputs", str(save_npy(tmp_path, "x.npy", X)), "--targets",
+            str(save_npy(tmp_path, "y.npy", Y)), "--seed", "1", "--depth", "finite", "--time-budget", "0.5", "--quiet")
+    assert r.returncode == 1 and "not found within" in r.stdout

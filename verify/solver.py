@@ -1,0 +1,256 @@
+"""Constructive interpolation: a control (or network) mapping the inputs onto the targets.
+
+Two methods, both after :func:`verify.invariants.check_admissible` has refused targets that an
+invariant forbids:
+
+* ``lm`` (default): Levenberg-Marquardt with minimum-norm steps (:mod:`verify.newton`) on the
+  durations of an alternating control of ``steps_per_dim * m`` steps, started from durations
+  uniform in [-scale, scale] drawn from ``default_rng([seed, restart])`` and restarted with the
+  next seed when it stalls.  Finite depth fits the layer steps of the network directly (exact
+  Jacobian, fast).  Continuous depth first fits the same control with every step split into
+  ``substeps`` Euler layers sharing its duration (cheap), then polishes the durations on the
+  exact flow with the flow's sensitivities (Newton converges from the Euler solution).
+* ``steer``: bracket steering along the path to the targets (:mod:`verify.steering`): each move
+  aims a fraction of the way, Newton on the bracket coefficients realises it by commutators of
+  flows; the fraction grows after a success and halves after a failure.  Measured reach is
+  poor (see the issue notes); it is kept as the construction the proof suggests.
+
+Consecutive steps of one block are merged and zero steps dropped.  The returned
+:class:`Solution` records the control, the replayed error, depth, total |duration|, seeds and
+work, and :func:`verify.witness.make` writes it out.
+
+>>> import numpy as np
+>>> from verify.blocks import gaussian_blocks
+>>> rng = np.random.default_rng(3)
+>>> X, Y = rng.normal(size=(1, 2, 1)), rng.normal(size=(1, 2, 1))
+>>> Y.sort(axis=1); X.sort(axis=1)          # d = 1: the order of the tokens is invariant
+>>> sol = solve(gaussian_blocks(3, 1), X, Y, Settings(depth="finite"))
+>>> sol.success, sol.error <= 1e-10
+(True, True)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from .blocks import Block
+from .brackets import bracket_matrix
+from .errors import InputError, IntegrationError
+from .flow import flow
+from .hall import basis, counting_degree, degree
+from .invariants import check_admissible, predicted_rank
+from .network import apply
+from .newton import levenberg_marquardt
+from .rank import degree_scales
+from .steering import Steps, merge, steer
+
+
+@dataclass(frozen=True)
+class Settings:
+    tolerance: float = 1e-10
+    depth: str = "continuous"  # or "finite"
+    method: str = "lm"  # or "steer"
+    seed: int = 0
+    steps_per_dim: int = 10  # lm: control length = steps_per_dim * m
+    scale: float = 0.5  # lm: initial durations uniform in [-scale, scale]
+    substeps: int = 8  # lm, continuous depth: Euler layers per step in the first fit
+    max_iter: int = 300  # lm: Jacobians per start
+    max_starts: int = 1_000_000  # lm: random starts (the time budget usually ends them first)
+    first_fraction: float = 0.05  # first move: this fraction of the way to the targets
+    min_fraction: float = 1e-4
+    max_degree: int = 10
+    max_depth: int = 500_000  # steps (continuous) or layers (finite)
+    time_budget: float = 60.0  # seconds of wall time
+    max_moves: int = 2_000  # steer
+
+
+@dataclass
+class Solution:
+    success: bool
+    message: str
+    steps: Steps
+    layers: Steps | None
+    error: float
+    depth: int
+    total_duration: float
+    moves: int
+    chord_iterations: int
+    wall_time: float
+    settings: dict[str, Any] = field(default_factory=dict)
+    seeds: list[Any] = field(default_factory=list)
+
+
+def replay_error(blocks: Sequence[Block], steps: Steps, X: np.ndarray, Y: np.ndarray, depth: str) -> float:
+    """max |image - target| of the control (continuous) or network (finite); inf on overflow."""
+    try:
+        end = apply(blocks, steps, X).end if depth == "finite" else flow(blocks, steps, X).end
+    except IntegrationError:
+        return math.inf
+    return float(np.abs(end - Y).max()) if np.all(np.isfinite(end)) else math.inf
+
+
+def select_words(blocks: Sequence[Block], Z: np.ndarray, rank: int, max_degree: int) -> tuple[list, np.ndarray]:
+    """r Hall words chosen degree by degree, and their (unscaled) bracket columns at Z."""
+    K = min(max(counting_degree(rank), 1), max_degree)
+    while True:
+        M, _ = bracket_matrix(blocks, Z, K)
+        words = list(basis(K))
+        degs = np.array([degree(w) for w in words])
+        S = M / degree_scales(blocks, Z, M, degs)
+        chosen: list[int] = []
+        Q = np.zeros((M.shape[0], 0))
+        for k in range(1, K + 1):
+            idx = np.flatnonzero(degs == k)
+            R = S[:, idx] - Q @ (Q.T @ S[:, idx])
+            if R.size == 0:
+                continue
+            _, r_diag, piv = scipy.linalg.qr(R, mode="economic", pivoting=True)
+            diag = np.abs(np.diag(r_diag)) if r_diag.ndim == 2 else np.abs(r_diag)
+            for j, p in enumerate(piv[: len(diag)]):
+                if len(chosen) == rank or diag[j] <= 1e-8:
+                    break
+                chosen.append(int(idx[p]))
+            if chosen:
+                Q, _ = np.linalg.qr(S[:, chosen])
+            if len(chosen) == rank:
+                return [words[i] for i in chosen], M[:, chosen]
+        if K >= max_degree:
+            return [words[i] for i in chosen], M[:, chosen]
+        K += 1
+
+
+def solve(
+    blocks: Sequence[Block],
+    X: np.ndarray,
+    Y: np.ndarray,
+    settings: Settings = Settings(),
+    progress: Callable[[str], None] | None = None,
+) -> Solution:
+    """Find a control (continuous) or network (finite) taking X to Y; see module docstring."""
+    check_admissible(X, Y, bool(blocks[0].causal))
+    if settings.method == "steer":
+        if settings.depth == "finite":
+            raise InputError("method 'steer' builds continuous controls only; use method 'lm' for finite depth")
+        return _steer_solve(blocks, X, Y, settings, progress)
+    if settings.method != "lm":
+        raise InputError(f"unknown method {settings.method!r}; choose 'lm' or 'steer'")
+    return _lm_solve(blocks, X, Y, settings, progress)
+
+
+def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
+    t0 = time.perf_counter()
+    deadline = t0 + settings.time_budget
+    m = X.size
+    L = min(settings.steps_per_dim * m, settings.max_depth)
+    pattern = [k % 2 for k in range(L)]
+    target = Y.ravel()
+    k = settings.substeps if settings.depth == "continuous" else 1
+    total_jac, seeds, best = 0, [], (math.inf, None)
+
+    def network_fit(h):
+        layers = [(b, t / k) for b, t in zip(pattern, h, strict=True) for _ in range(k)]
+        res = apply(blocks, layers, X, sensitivities=True)
+        J = res.d_steps.reshape(m, L, k).sum(axis=2) / k
+        return res.end.ravel() - target, J
+
+    def network_residual(h):
+        layers = [(b, t / k) for b, t in zip(pattern, h, strict=True) for _ in range(k)]
+        end = apply(blocks, layers, X).end
+        return end.ravel() - target if np.all(np.isfinite(end)) else np.full(m, np.inf)
+
+    def flow_fit(h):
+        res = flow(blocks, list(zip(pattern, h, strict=True)), X, sensitivities=True)
+        return res.end.ravel() - target, res.d_durations
+
+    def flow_residual(h):
+        try:
+            return flow(blocks, list(zip(pattern, h, strict=True)), X).end.ravel() - target
+        except IntegrationError:
+            return np.full(m, np.inf)
+
+    restart = 0
+    while time.perf_counter() < deadline and restart < settings.max_starts:
+        seed = [settings.seed, restart]
+        seeds.append(seed)
+        h0 = np.random.default_rng(seed).uniform(-settings.scale, settings.scale, size=L)
+        with np.errstate(all="ignore"):
+            h, info = levenberg_marquardt(network_fit, h0, tol=settings.tolerance if k == 1 else 1e-3,
+                                          max_iter=settings.max_iter, residual_only=network_residual, deadline=deadline)
+        total_jac += info["jacobians"]
+        if settings.depth == "continuous" and info["converged"]:
+            h, info = levenberg_marquardt(flow_fit, h, tol=settings.tolerance, max_iter=30,
+                                          residual_only=flow_residual, deadline=deadline)
+            total_jac += info["jacobians"]
+        if info["residual"] < best[0]:
+            best = (info["residual"], h)
+        if progress:
+            progress(f"restart {restart}: max |image - target| = {info['residual']:.2e} after {info['jacobians']} Jacobians")
+        if info["converged"]:
+            break
+        restart += 1
+    steps = merge(list(zip(pattern, best[1], strict=True)), 0.0) if best[1] is not None else []
+    layers = steps if settings.depth == "finite" else None
+    err = replay_error(blocks, steps, X, Y, settings.depth) if steps else math.inf
+    ok = err <= settings.tolerance
+    msg = (f"reached the targets after {len(seeds)} start(s)" if ok else
+           f"not found within {settings.time_budget:g} s and {len(seeds)} start(s): best max |image - target| = {err:.2e}")
+    return Solution(ok, msg, steps, layers, err, len(steps), float(sum(abs(t) for _, t in steps)), len(seeds),
+                    total_jac, time.perf_counter() - t0, asdict(settings), seeds)
+
+
+def _steer_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
+    causal = bool(blocks[0].causal)
+    t0 = time.perf_counter()
+    rank = predicted_rank(X, causal)
+    rank = X.size if rank is None else rank
+    Z, control = np.array(X, dtype=float), []
+    moves, chords = 0, 0
+    last_report = t0
+
+    def finish(success: bool, msg: str) -> Solution:
+        steps = merge(control, 1e-15)
+        err = replay_error(blocks, steps, X, Y, "continuous")
+        ok = success and err <= settings.tolerance
+        return Solution(ok, msg if ok or not success else f"final replay error {err:.2e} above tolerance",
+                        steps, None, err, len(steps), float(sum(abs(t) for _, t in steps)), moves, chords,
+                        time.perf_counter() - t0, asdict(settings))
+
+    fraction = settings.first_fraction
+    while True:
+        gap = float(np.abs(Y - Z).max())
+        if gap <= settings.tolerance:
+            return finish(True, f"reached the targets in {moves} moves")
+        now = time.perf_counter()
+        if now - t0 > settings.time_budget:
+            return finish(False, f"not found within {settings.time_budget:g} s: max |image - target| = {gap:.2e}")
+        if moves >= settings.max_moves or len(control) > settings.max_depth:
+            return finish(False, f"not found within the depth/move budget: max |image - target| = {gap:.2e}")
+        if progress and now - last_report > 2.0:
+            progress(f"move {moves}: max |image - target| = {gap:.2e}, depth {len(control)}, step fraction {fraction:.3g}")
+            last_report = now
+        words, B = select_words(blocks, Z, rank, settings.max_degree)
+        final = fraction >= 1.0
+        delta = (Y - Z) * min(fraction, 1.0)
+        aim = settings.tolerance if final else 0.1 * float(np.abs(delta).max())
+        deadline = t0 + settings.time_budget
+        try:
+            steps, image, record = steer(blocks, Z, delta, words, B, tol=aim, max_iter=20, deadline=deadline)
+        except IntegrationError:
+            steps, image, record = [], Z, {"jacobians": 0, "residual": math.inf}
+        chords += record["jacobians"]
+        moves += 1
+        if steps and record["residual"] <= aim:
+            control += steps
+            Z = image
+            fraction = min(1.0, fraction * 1.5)
+        else:
+            fraction *= 0.5
+            if fraction < settings.min_fraction:
+                return finish(False, f"steering stalled at max |image - target| = {gap:.2e}")
