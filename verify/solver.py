@@ -149,29 +149,31 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     deadline = t0 + settings.time_budget
     m = X.size
     L = min(settings.steps_per_dim * m, settings.max_depth)
-    pattern = [k % 2 for k in range(L)]
     target = Y.ravel()
     k = settings.substeps if settings.depth == "continuous" else 1
     total_jac, seeds, best = 0, [], (math.inf, None)
 
+    def pattern(h):
+        return [j % 2 for j in range(len(h))]
+
+    def layers_of(h):
+        return [(b, t / k) for b, t in zip(pattern(h), h, strict=True) for _ in range(k)]
+
     def network_fit(h):
-        layers = [(b, t / k) for b, t in zip(pattern, h, strict=True) for _ in range(k)]
-        res = apply(blocks, layers, X, sensitivities=True)
-        J = res.d_steps.reshape(m, L, k).sum(axis=2) / k
-        return res.end.ravel() - target, J
+        res = apply(blocks, layers_of(h), X, sensitivities=True)
+        return res.end.ravel() - target, res.d_steps.reshape(m, len(h), k).sum(axis=2) / k
 
     def network_residual(h):
-        layers = [(b, t / k) for b, t in zip(pattern, h, strict=True) for _ in range(k)]
-        end = apply(blocks, layers, X).end
+        end = apply(blocks, layers_of(h), X).end
         return end.ravel() - target if np.all(np.isfinite(end)) else np.full(m, np.inf)
 
     def flow_fit(h):
-        res = flow(blocks, list(zip(pattern, h, strict=True)), X, sensitivities=True)
+        res = flow(blocks, list(zip(pattern(h), h, strict=True)), X, sensitivities=True)
         return res.end.ravel() - target, res.d_durations
 
     def flow_residual(h):
         try:
-            return flow(blocks, list(zip(pattern, h, strict=True)), X).end.ravel() - target
+            return flow(blocks, list(zip(pattern(h), h, strict=True)), X).end.ravel() - target
         except IntegrationError:
             return np.full(m, np.inf)
 
@@ -179,9 +181,9 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     while time.perf_counter() < deadline and restart < settings.max_starts:
         seed = [settings.seed, restart]
         seeds.append(seed)
-        h0 = np.random.default_rng(seed).uniform(-settings.scale, settings.scale, size=L)
+        h = np.random.default_rng(seed).uniform(-settings.scale, settings.scale, size=L)
         with np.errstate(all="ignore"):
-            h, info = levenberg_marquardt(network_fit, h0, tol=settings.tolerance if k == 1 else 1e-3,
+            h, info = levenberg_marquardt(network_fit, h, tol=settings.tolerance if k == 1 else 1e-3,
                                           max_iter=settings.max_iter, residual_only=network_residual, deadline=deadline)
         total_jac += info["jacobians"]
         if settings.depth == "continuous" and info["converged"]:
@@ -191,18 +193,24 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         if info["residual"] < best[0]:
             best = (info["residual"], h)
         if progress:
-            progress(f"restart {restart}: max |image - target| = {info['residual']:.2e} after {info['jacobians']} Jacobians")
+            progress(f"start {restart}: max |image - target| = {info['residual']:.2e}, {len(h)} steps, {total_jac} Jacobians")
         if info["converged"]:
             break
         restart += 1
-    steps = merge(list(zip(pattern, best[1], strict=True)), 0.0) if best[1] is not None else []
-    layers = steps if settings.depth == "finite" else None
+    h = best[1]
+    if h is None:
+        steps: Steps = []
+    elif settings.depth == "continuous":
+        steps = merge(list(zip(pattern(h), h, strict=True)), 0.0)  # flows of one block compose exactly
+    else:
+        steps = [(b, float(t)) for b, t in zip(pattern(h), h, strict=True) if t != 0]  # layers do not
     err = replay_error(blocks, steps, X, Y, settings.depth) if steps else math.inf
     ok = err <= settings.tolerance
     msg = (f"reached the targets after {len(seeds)} start(s)" if ok else
            f"not found within {settings.time_budget:g} s and {len(seeds)} start(s): best max |image - target| = {err:.2e}")
-    return Solution(ok, msg, steps, layers, err, len(steps), float(sum(abs(t) for _, t in steps)), len(seeds),
-                    total_jac, time.perf_counter() - t0, asdict(settings), seeds)
+    return Solution(ok, msg, steps, steps if settings.depth == "finite" else None, err, len(steps),
+                    float(sum(abs(t) for _, t in steps)), len(seeds), total_jac, time.perf_counter() - t0,
+                    asdict(settings), seeds)
 
 
 def _steer_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
