@@ -222,7 +222,7 @@ def _interpolate(args: argparse.Namespace) -> int:
             blocks, X, Y, args.depth, sol.steps if args.depth == "continuous" else sol.layers, args.tolerance,
             precision="float64",
             provenance={"tool": "verify interpolate", "method": args.method, "settings": sol.settings,
-                        "seeds": sol.seeds, "starts_or_moves": sol.moves, "jacobians": sol.chord_iterations,
+                        "seeds": sol.seeds, "starts_or_moves": sol.moves, "jacobians": sol.jacobians,
                         "wall_time_s": round(sol.wall_time, 3)},
         )
         checked = witness.replay(witness.from_dict(doc))

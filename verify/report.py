@@ -24,7 +24,7 @@ from typing import Any
 from .results import Check
 
 SCHEMA = "verification-report/1"
-PACKAGES = ("numpy", "scipy", "mpmath", "gmpy2", "array-api-compat")
+PACKAGES = ("numpy", "scipy", "mpmath", "gmpy2", "python-flint", "array-api-compat")
 
 
 def versions() -> dict[str, str]:

@@ -81,7 +81,7 @@ class Solution:
     depth: int
     total_duration: float
     moves: int
-    chord_iterations: int
+    jacobians: int
     wall_time: float
     settings: dict[str, Any] = field(default_factory=dict)
     seeds: list[Any] = field(default_factory=list)
@@ -219,7 +219,7 @@ def _steer_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     rank = predicted_rank(X, causal)
     rank = X.size if rank is None else rank
     Z, control = np.array(X, dtype=float), []
-    moves, chords = 0, 0
+    moves, jacobians = 0, 0
     last_report = t0
 
     def finish(success: bool, msg: str) -> Solution:
@@ -227,7 +227,7 @@ def _steer_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         err = replay_error(blocks, steps, X, Y, "continuous")
         ok = success and err <= settings.tolerance
         return Solution(ok, msg if ok or not success else f"final replay error {err:.2e} above tolerance",
-                        steps, None, err, len(steps), float(sum(abs(t) for _, t in steps)), moves, chords,
+                        steps, None, err, len(steps), float(sum(abs(t) for _, t in steps)), moves, jacobians,
                         time.perf_counter() - t0, asdict(settings))
 
     fraction = settings.first_fraction
@@ -252,7 +252,7 @@ def _steer_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             steps, image, record = steer(blocks, Z, delta, words, B, tol=aim, max_iter=20, deadline=deadline)
         except IntegrationError:
             steps, image, record = [], Z, {"jacobians": 0, "residual": math.inf}
-        chords += record["jacobians"]
+        jacobians += record["jacobians"]
         moves += 1
         if steps and record["residual"] <= aim:
             control += steps
