@@ -38,8 +38,12 @@ def levenberg_marquardt(
     lam: float = 1e-3,
     deadline: float = math.inf,
     residual_only: Callable[[np.ndarray], np.ndarray] | None = None,
+    report: Callable[[float, int], None] | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Fit x so that max |r(x)| <= tol; returns x and a record of the run."""
+    """Fit x so that max |r(x)| <= tol; returns x and a record of the run.
+
+    ``report(max |r|, jacobians)`` is called after every accepted step (for progress output).
+    """
     x = np.array(x0, dtype=float)
     r, J = fun(x)
     cost = float(r @ r)
@@ -62,6 +66,8 @@ def levenberg_marquardt(
             r, J = fun(x)
             jacobians += 1
             lam = max(lam / 3, 1e-12)
+            if report:
+                report(float(np.abs(r).max()), jacobians)
         else:
             rejected += 1
             lam *= 4

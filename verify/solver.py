@@ -177,6 +177,13 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         except IntegrationError:
             return np.full(m, np.inf)
 
+    last = [t0]
+
+    def report(residual: float, jac: int) -> None:
+        if progress and time.perf_counter() - last[0] > 2.0:
+            last[0] = time.perf_counter()
+            progress(f"start {restart}: max |image - target| = {residual:.2e} after {jac} Jacobians")
+
     restart = 0
     while time.perf_counter() < deadline and restart < settings.max_starts:
         seed = [settings.seed, restart]
@@ -184,11 +191,12 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         h = np.random.default_rng(seed).uniform(-settings.scale, settings.scale, size=L)
         with np.errstate(all="ignore"):
             h, info = levenberg_marquardt(network_fit, h, tol=settings.tolerance if k == 1 else 1e-3,
-                                          max_iter=settings.max_iter, residual_only=network_residual, deadline=deadline)
+                                          max_iter=settings.max_iter, residual_only=network_residual, deadline=deadline,
+                                          report=report)
         total_jac += info["jacobians"]
         if settings.depth == "continuous" and info["converged"]:
             h, info = levenberg_marquardt(flow_fit, h, tol=settings.tolerance, max_iter=30,
-                                          residual_only=flow_residual, deadline=deadline)
+                                          residual_only=flow_residual, deadline=deadline, report=report)
             total_jac += info["jacobians"]
         if info["residual"] < best[0]:
             best = (info["residual"], h)
