@@ -87,32 +87,13 @@ def load_collection(path: str | Path, key: str | None = None) -> np.ndarray:
 
 def load_blocks(path: str | Path) -> tuple[tuple[Block, Block], dict[str, Any]]:
     """Two blocks (and the ``attention`` settings found) from a JSON file with ``blocks``."""
+    from .witness import parse_attention, parse_blocks
+
     p = _exists(path)
     doc = _read_json(p)
     if not isinstance(doc, dict) or "blocks" not in doc:
         raise InputError(f"{p}: expected a JSON object with a field 'blocks' (two objects with Q, K, V)")
-    bl = doc["blocks"]
-    if not isinstance(bl, list) or len(bl) != 2:
-        raise InputError(f"{p}: 'blocks' must be a list of exactly two objects with Q, K, V")
-    att = doc.get("attention", {}) if isinstance(doc.get("attention", {}), dict) else {}
-    causal, beta = att.get("causal", False), att.get("beta", 1.0)
-    if not isinstance(causal, bool):
-        raise InputError(f"{p}: attention.causal must be true or false")
-    try:
-        beta = float(beta)
-    except (TypeError, ValueError):
-        raise InputError(f"{p}: attention.beta must be a number") from None
-    out = []
-    for b, blk in enumerate(bl):
-        if not isinstance(blk, dict) or any(k not in blk for k in "QKV"):
-            raise InputError(f"{p}: blocks[{b}] must be an object with fields Q, K, V")
-        try:
-            mats = [np.array(blk[k], dtype=float) for k in "QKV"]
-        except (TypeError, ValueError):
-            raise InputError(f"{p}: blocks[{b}] has a non-numeric or ragged matrix") from None
-        d = mats[0].shape[0] if mats[0].ndim == 2 else -1
-        for k, m in zip("QKV", mats, strict=True):
-            validate.matrix(m, d, f"{p}: blocks[{b}].{k}")
-        out.append(Block(*mats, beta=beta, causal=causal))
-    blocks = validate.blocks(out)
-    return blocks, {"causal": causal, "beta": beta}
+    causal, beta = parse_attention(doc.get("attention", {}), str(p))
+    mats = parse_blocks(doc["blocks"], str(p))
+    blocks = tuple(Block(*(m[k].astype(float) for k in "QKV"), beta=beta, causal=causal) for m in mats)
+    return validate.blocks(blocks), {"causal": causal, "beta": beta}

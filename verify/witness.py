@@ -128,6 +128,30 @@ def _array(v: Any, where: str, ndim: int) -> np.ndarray:
     return a
 
 
+def parse_attention(att: Any, source: str) -> tuple[bool, float]:
+    """(causal, beta) from an ``attention`` object."""
+    if not isinstance(att, dict) or not isinstance(att.get("causal", False), bool):
+        raise InputError(f"{source}: 'attention' must be an object with a boolean 'causal' and a number 'beta'")
+    return att.get("causal", False), float(_number(att.get("beta", 1.0), f"{source}: attention.beta"))
+
+
+def parse_blocks(bl: Any, source: str, d: int | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The two blocks' Q, K, V (object arrays of numbers or decimal strings), d x d each;
+    d defaults to the size of the first Q."""
+    if not isinstance(bl, list) or len(bl) != 2:
+        raise InputError(f"{source}: 'blocks' must be a list of exactly two objects with Q, K, V")
+    mats = []
+    for b, blk in enumerate(bl):
+        if not isinstance(blk, dict) or any(m not in blk for m in "QKV"):
+            raise InputError(f"{source}: blocks[{b}] must be an object with fields Q, K, V")
+        one = {m: _array(blk[m], f"{source}: blocks[{b}].{m}", 2) for m in "QKV"}
+        d = one["Q"].shape[0] if d is None else d
+        for m, a in one.items():
+            validate.matrix(a.astype(float), d, f"{source}: blocks[{b}].{m}")
+        mats.append(one)
+    return mats[0], mats[1]
+
+
 def parse(text: str, source: str = "witness") -> Witness:
     """Parse and validate witness JSON text."""
     try:
@@ -145,10 +169,7 @@ def from_dict(doc: Any, source: str = "witness") -> Witness:
         raise InputError(f"{source}: missing field(s) {', '.join(missing)}")
     if doc["schema"] != SCHEMA:
         raise InputError(f"{source}: schema is {doc['schema']!r}; this tool reads {SCHEMA!r}")
-    att = doc["attention"]
-    if not isinstance(att, dict) or not isinstance(att.get("causal", False), bool):
-        raise InputError(f"{source}: 'attention' must be an object with a boolean 'causal' and a number 'beta'")
-    beta = float(_number(att.get("beta", 1.0), "attention.beta"))
+    causal, beta = parse_attention(doc["attention"], source)
     if doc["depth"] not in DEPTHS:
         raise InputError(f"{source}: depth is {doc['depth']!r}; expected 'continuous' or 'finite'")
     depth = doc["depth"]
@@ -161,17 +182,7 @@ def from_dict(doc: Any, source: str = "witness") -> Witness:
     validate.collection(targets.astype(float), "targets")
     validate.matching(inputs, targets)
     d = inputs.shape[2]
-    bl = doc["blocks"]
-    if not isinstance(bl, list) or len(bl) != 2:
-        raise InputError(f"{source}: 'blocks' must be a list of exactly two objects with Q, K, V")
-    mats = []
-    for b, blk in enumerate(bl):
-        if not isinstance(blk, dict) or any(m not in blk for m in "QKV"):
-            raise InputError(f"{source}: blocks[{b}] must be an object with fields Q, K, V")
-        one = {m: _array(blk[m], f"blocks[{b}].{m}", 2) for m in "QKV"}
-        for m, a in one.items():
-            validate.matrix(a.astype(float), d, f"blocks[{b}].{m}")
-        mats.append(one)
+    mats = parse_blocks(doc["blocks"], source, d)
     raw = doc[key]
     if not isinstance(raw, list):
         raise InputError(f"{source}: {key!r} must be a list of objects {{'block': 0|1, {length!r}: number}}")
@@ -185,7 +196,7 @@ def from_dict(doc: Any, source: str = "witness") -> Witness:
     if tol < 0:
         raise InputError(f"{source}: tolerance must be non-negative, got {tol}")
     extra = {k: v for k, v in doc.items() if k not in (*REQUIRED, "steps", "layers")}
-    return Witness(att.get("causal", False), beta, tuple(mats), inputs, targets, depth, tuple(steps), tol, extra)  # type: ignore[arg-type]
+    return Witness(causal, beta, mats, inputs, targets, depth, tuple(steps), tol, extra)
 
 
 def load(path: str | Path) -> Witness:
