@@ -164,6 +164,7 @@ def _analyse_at(blocks, X, K, dps) -> dict[str, Any]:
         "gap": gap,
         "noise_level": noise_level(unit, W),
         "decided_by": "float64" if level is None else f"{level} digits",
+        "digits": level,
         "decisive": bool(decisive),
         "matrix": M,
         "scales": scales,
@@ -173,7 +174,7 @@ def _analyse_at(blocks, X, K, dps) -> dict[str, Any]:
 def _min_degree(result: dict[str, Any], words: list, target: int) -> int:
     """Smallest degree whose columns (a prefix of the matrix) already have rank ``target``."""
     degs = np.array([degree(w) for w in words])
-    level = None if result["decided_by"] == "float64" else int(result["decided_by"].split()[0])
+    level = result["digits"]
     unit = 2.0**-52 if level is None else 10.0**-level
     M, scales = result["matrix"], result["scales"]
     for k in range(1, int(degs.max()) + 1):

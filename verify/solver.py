@@ -87,13 +87,19 @@ class Solution:
     seeds: list[Any] = field(default_factory=list)
 
 
-def replay_error(blocks: Sequence[Block], steps: Steps, X: np.ndarray, Y: np.ndarray, depth: str) -> float:
-    """max |image - target| of the control (continuous) or network (finite); inf on overflow."""
+def image(blocks: Sequence[Block], steps: Steps, X: np.ndarray, depth: str) -> np.ndarray | None:
+    """Image of X under the control (continuous) or network (finite); None on overflow."""
     try:
         end = apply(blocks, steps, X).end if depth == "finite" else flow(blocks, steps, X).end
     except IntegrationError:
-        return math.inf
-    return float(np.abs(end - Y).max()) if np.all(np.isfinite(end)) else math.inf
+        return None
+    return end if np.all(np.isfinite(end)) else None
+
+
+def replay_error(blocks: Sequence[Block], steps: Steps, X: np.ndarray, Y: np.ndarray, depth: str) -> float:
+    """max |image - target| of the control (continuous) or network (finite); inf on overflow."""
+    end = image(blocks, steps, X, depth)
+    return math.inf if end is None else float(np.abs(end - Y).max())
 
 
 def select_words(blocks: Sequence[Block], Z: np.ndarray, rank: int, max_degree: int) -> tuple[list, np.ndarray]:
@@ -163,19 +169,19 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         res = apply(blocks, layers_of(h), X, sensitivities=True)
         return res.end.ravel() - target, res.d_steps.reshape(m, len(h), k).sum(axis=2) / k
 
+    def residual(steps, depth):
+        end = image(blocks, steps, X, depth)
+        return np.full(m, np.inf) if end is None else end.ravel() - target
+
     def network_residual(h):
-        end = apply(blocks, layers_of(h), X).end
-        return end.ravel() - target if np.all(np.isfinite(end)) else np.full(m, np.inf)
+        return residual(layers_of(h), "finite")
 
     def flow_fit(h):
         res = flow(blocks, list(zip(pattern(h), h, strict=True)), X, sensitivities=True)
         return res.end.ravel() - target, res.d_durations
 
     def flow_residual(h):
-        try:
-            return flow(blocks, list(zip(pattern(h), h, strict=True)), X).end.ravel() - target
-        except IntegrationError:
-            return np.full(m, np.inf)
+        return residual(list(zip(pattern(h), h, strict=True)), "continuous")
 
     last = [t0]
 
@@ -257,14 +263,14 @@ def _steer_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         aim = settings.tolerance if final else 0.1 * float(np.abs(delta).max())
         deadline = t0 + settings.time_budget
         try:
-            steps, image, record = steer(blocks, Z, delta, words, B, tol=aim, max_iter=20, deadline=deadline)
+            steps, reached, record = steer(blocks, Z, delta, words, B, tol=aim, max_iter=20, deadline=deadline)
         except IntegrationError:
-            steps, image, record = [], Z, {"jacobians": 0, "residual": math.inf}
+            steps, reached, record = [], Z, {"jacobians": 0, "residual": math.inf}
         jacobians += record["jacobians"]
         moves += 1
         if steps and record["residual"] <= aim:
             control += steps
-            Z = image
+            Z = reached
             fraction = min(1.0, fraction * 1.5)
         else:
             fraction *= 0.5

@@ -39,41 +39,31 @@ from .newton import levenberg_marquardt
 Steps = list[tuple[int, float]]
 
 
-def inverse(steps: Steps) -> Steps:
-    """The steps of the inverse flow: reversed, durations negated."""
-    return [(b, -t) for b, t in reversed(steps)]
+def inverse(steps: list) -> list:
+    """The steps of the inverse flow: reversed, durations (and any derivatives carried after
+    them) negated."""
+    return [(st[0], *(-x for x in st[1:])) for st in reversed(steps)]
 
 
 def realize(word: Word, c: float) -> Steps:
     """Steps whose flow is exp(c B_word) to leading order (see module docstring)."""
-    if isinstance(word, int):
-        return [(word, float(c))]
-    u, v = word
-    k, ku, kv = degree(word), degree(u), degree(v)
-    mag = abs(c)
-    a = np.sign(c) * mag ** (ku / k) if c else 0.0
-    b = mag ** (kv / k)
-    pu, pv = realize(u, a), realize(v, b)
-    return pu + pv + inverse(pu) + inverse(pv)
+    return [(b, t) for b, t, _ in realize_with_derivative(word, c)]
 
 
 def realize_with_derivative(word: Word, c: float) -> list[tuple[int, float, float]]:
-    """Like :func:`realize`, with d duration / d c for every step (|c| floored at 1e-300)."""
+    """:func:`realize` with d duration / d c for every step (|c| floored at 1e-300 in the
+    derivative, which is singular at c = 0)."""
     if isinstance(word, int):
         return [(word, float(c), 1.0)]
     u, v = word
     k, ku, kv = degree(word), degree(u), degree(v)
-    mag = max(abs(c), 1e-300)
+    mag, floor = abs(c), max(abs(c), 1e-300)
     sgn = 1.0 if c >= 0 else -1.0
-    a, da = sgn * mag ** (ku / k), (ku / k) * mag ** (ku / k - 1)
-    b, db = mag ** (kv / k), sgn * (kv / k) * mag ** (kv / k - 1)
+    a, da = sgn * mag ** (ku / k), (ku / k) * floor ** (ku / k - 1)
+    b, db = mag ** (kv / k), sgn * (kv / k) * floor ** (kv / k - 1)
     pu = [(s, t, dt * da) for s, t, dt in realize_with_derivative(u, a)]
     pv = [(s, t, dt * db) for s, t, dt in realize_with_derivative(v, b)]
-
-    def inv(p):
-        return [(s, -t, -dt) for s, t, dt in reversed(p)]
-
-    return pu + pv + inv(pu) + inv(pv)
+    return pu + pv + inverse(pu) + inverse(pv)
 
 
 def merge(steps: Steps, drop_below: float = 0.0) -> Steps:
