@@ -13,7 +13,6 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -148,8 +147,8 @@ def _blocks_from(args: argparse.Namespace, d: int):
 def _rank(args: argparse.Namespace) -> int:
     X = datafiles.load_collection(args.inputs)
     blocks = _blocks_from(args, X.shape[2])
-    if args.dump and Path(args.dump).exists():
-        raise InputError(f"{args.dump} already exists; choose another --dump path or remove it first")
+    if args.dump:
+        datafiles.ensure_new(args.dump, "--dump")
     res = rank.analyse(blocks, X, max_degree=args.max_degree, dps=args.dps)
     M = res.pop("matrix")
     out = {k: res[k] for k in ("dimension", "rank", "expected_rank", "min_degree", "counting_degree", "max_degree",
@@ -200,8 +199,8 @@ def _interpolate(args: argparse.Namespace) -> int:
     blocks = _blocks_from(args, X.shape[2])
     if not (np.isfinite(args.tolerance) and args.tolerance > 0):
         raise InputError(f"--tolerance must be a positive number, got {args.tolerance}")
-    if args.out and Path(args.out).exists():
-        raise InputError(f"{args.out} already exists; choose another --out path or remove it first")
+    if args.out:
+        datafiles.ensure_new(args.out)  # before the search, not after it
     settings = solver.Settings(
         tolerance=args.tolerance, depth=args.depth, method=args.method, seed=args.search_seed,
         time_budget=args.time_budget, **({"max_depth": args.max_depth} if args.max_depth else {}),
@@ -219,7 +218,7 @@ def _interpolate(args: argparse.Namespace) -> int:
     }
     if sol.success:
         doc = witness.make(
-            blocks, X, Y, args.depth, sol.steps if args.depth == "continuous" else sol.layers, args.tolerance,
+            blocks, X, Y, args.depth, sol.steps, args.tolerance,
             precision="float64",
             provenance={"tool": "verify interpolate", "method": args.method, "settings": sol.settings,
                         "seeds": sol.seeds, "starts_or_moves": sol.moves, "jacobians": sol.jacobians,

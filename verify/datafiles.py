@@ -40,6 +40,14 @@ def _read_json(path: Path) -> Any:
         raise InputError(f"{path}: not a UTF-8 text file") from None
 
 
+def ensure_new(path: str | Path, option: str = "--out") -> Path:
+    """Refuse to write over an existing file: nothing a user has is overwritten."""
+    p = Path(path)
+    if p.exists():
+        raise InputError(f"{p} already exists; choose another {option} path or remove it first")
+    return p
+
+
 def _exists(path: str | Path) -> Path:
     p = Path(path)
     if not p.is_file():

@@ -75,8 +75,7 @@ class Settings:
 class Solution:
     success: bool
     message: str
-    steps: Steps
-    layers: Steps | None
+    steps: Steps  # (block, duration) in continuous depth, (block, step) layers in finite depth
     error: float
     depth: int
     total_duration: float
@@ -222,7 +221,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     ok = err <= settings.tolerance
     msg = (f"reached the targets after {len(seeds)} start(s)" if ok else
            f"not found within {settings.time_budget:g} s and {len(seeds)} start(s): best max |image - target| = {err:.2e}")
-    return Solution(ok, msg, steps, steps if settings.depth == "finite" else None, err, len(steps),
+    return Solution(ok, msg, steps, err, len(steps),
                     float(sum(abs(t) for _, t in steps)), len(seeds), total_jac, time.perf_counter() - t0,
                     asdict(settings), seeds)
 
@@ -241,7 +240,7 @@ def _steer_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         err = replay_error(blocks, steps, X, Y, "continuous")
         ok = success and err <= settings.tolerance
         return Solution(ok, msg if ok or not success else f"final replay error {err:.2e} above tolerance",
-                        steps, None, err, len(steps), float(sum(abs(t) for _, t in steps)), moves, jacobians,
+                        steps, err, len(steps), float(sum(abs(t) for _, t in steps)), moves, jacobians,
                         time.perf_counter() - t0, asdict(settings))
 
     fraction = settings.first_fraction

@@ -45,6 +45,7 @@ import numpy as np
 from . import validate
 from .backend import namespace, precision
 from .blocks import Block
+from .datafiles import ensure_new
 from .errors import InputError
 from .flow import flow
 from .network import apply
@@ -259,9 +260,7 @@ def dumps(doc: dict[str, Any]) -> str:
 
 def save(doc: dict[str, Any], path: str | Path, *, overwrite: bool = False) -> Path:
     """Write a witness; refuses to replace an existing file unless ``overwrite``."""
-    p = Path(path)
-    if p.exists() and not overwrite:
-        raise InputError(f"{p} already exists; choose another --out path or remove it first")
+    p = Path(path) if overwrite else ensure_new(path)
     p.write_text(dumps(doc), encoding="utf-8")
     return p
 
