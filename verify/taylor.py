@@ -17,8 +17,8 @@ of the series) give the coefficients dX_k of the derivative of X(t) with respect
 batch of directions U (leading axis r).  Summing them, sum_k dX_k h^k, is the exact
 derivative of the computed Taylor step.
 
-Cost: O(order^2) batched matrix products per step; every coefficient is a stacked product, so
-the work vectorises in every backend.
+Cost: O(order^2) batched matrix products per step; every series is one preallocated array, so
+each coefficient is a single batched product over slices and the work vectorises in every backend.
 
 >>> import numpy as np
 >>> from verify.blocks import gaussian_blocks
@@ -39,19 +39,30 @@ from .backend import namespace_of
 from .blocks import Block
 
 
-def _cauchy(xp: Any, a: list, b: list, k: int) -> Any:
-    """sum_{j=0..k} a_j @ b_{k-j}, as one stacked matrix product."""
-    return xp.sum(xp.matmul(xp.stack(a[: k + 1]), xp.stack(b[k::-1])), axis=0)
+def _cauchy(xp: Any, A: Any, B: Any, k: int) -> Any:
+    """sum_{j=0..k} A_j @ B_{k-j}, one batched matrix product over the series axis."""
+    return xp.sum(xp.matmul(A[: k + 1, ...], B[k::-1, ...]), axis=0)
 
 
-def _weighted(xp: Any, a: list, b: list, k: int) -> Any:
-    """sum_{j=1..k} j a_j * b_{k-j} (elementwise)."""
-    return xp.sum(xp.stack([j * a[j] for j in range(1, k + 1)]) * xp.stack(b[k - 1 :: -1]), axis=0)
+def _products(xp: Any, A: Any, B: Any, k: int) -> Any:
+    """sum_{j=1..k} A_j * B_{k-j} (elementwise)."""
+    return xp.sum(A[1 : k + 1, ...] * B[k - 1 :: -1, ...], axis=0)
 
 
-def _products(xp: Any, a: list, b: list, k: int) -> Any:
-    """sum_{j=1..k} a_j * b_{k-j} (elementwise)."""
-    return xp.sum(xp.stack(a[1 : k + 1]) * xp.stack(b[k - 1 :: -1]), axis=0)
+class _Series(dict):
+    """Named Taylor series, each stored as one preallocated array with the order as first axis
+    (slices of it are views, so the Cauchy products need no stacking)."""
+
+    def __init__(self, xp: Any, size: int):
+        super().__init__()
+        self.xp, self.size = xp, size
+
+    def put(self, name: str, k: int, value: Any) -> Any:
+        if name not in self:
+            dtype = getattr(value, "dtype", None)
+            self[name] = self.xp.zeros((self.size, *value.shape), dtype=dtype)
+        self[name][k, ...] = value
+        return value
 
 
 def coefficients(
@@ -69,36 +80,41 @@ def coefficients(
     if tan:
         X = xp.expand_dims(X, axis=0)
         U = xp.broadcast_to(U, (U.shape[0], *X.shape[1:]))
-    Xs, QX, KXt, VX, L, E, S, P = [X], [], [], [], [], [], [], []
-    dX, dQX, dKXt, dVX, dL, dE, dS, dP = [U], [], [], [], [], [], [], []
+    s = _Series(xp, order + 1)
+    s.put("X", 0, X)
+    if tan:
+        s.put("dX", 0, U)
     for k in range(order):
-        QX.append(xp.matmul(Xs[k], Qt))
-        KXt.append(xp.matrix_transpose(xp.matmul(Xs[k], Kt)))
-        VX.append(xp.matmul(Xs[k], Vt))
-        L.append(beta * _cauchy(xp, QX, KXt, k))
-        if k == 0:
-            E.append(shifted_exp(xp, L[0], block.causal))
-        else:
-            E.append(_weighted(xp, L, E, k) / k)
-        S.append(xp.sum(E[k], axis=-1, keepdims=True))
-        P.append((E[k] - (_products(xp, S, P, k) if k else 0)) / S[0])
-        Xs.append(_cauchy(xp, P, VX, k) / (k + 1))
+        Xk = s["X"][k, ...]
+        s.put("QX", k, xp.matmul(Xk, Qt))
+        s.put("KXt", k, xp.matrix_transpose(xp.matmul(Xk, Kt)))
+        s.put("VX", k, xp.matmul(Xk, Vt))
+        L = s.put("L", k, beta * _cauchy(xp, s["QX"], s["KXt"], k))
+        s.put("jL", k, k * L)
+        E = s.put("E", k, shifted_exp(xp, L, block.causal) if k == 0 else _products(xp, s["jL"], s["E"], k) / k)
+        S = s.put("S", k, xp.sum(E, axis=-1, keepdims=True))
+        S0 = s["S"][0, ...]
+        P = s.put("P", k, (E - _products(xp, s["S"], s["P"], k)) / S0 if k else E / S0)
+        s.put("X", k + 1, _cauchy(xp, s["P"], s["VX"], k) / (k + 1))
         if not tan:
             continue
-        dQX.append(xp.matmul(dX[k], Qt))
-        dKXt.append(xp.matrix_transpose(xp.matmul(dX[k], Kt)))
-        dVX.append(xp.matmul(dX[k], Vt))
-        dL.append(beta * (_cauchy(xp, dQX, KXt, k) + _cauchy(xp, QX, dKXt, k)))
+        dXk = s["dX"][k, ...]
+        s.put("dQX", k, xp.matmul(dXk, Qt))
+        s.put("dKXt", k, xp.matrix_transpose(xp.matmul(dXk, Kt)))
+        s.put("dVX", k, xp.matmul(dXk, Vt))
+        dL = s.put("dL", k, beta * (_cauchy(xp, s["dQX"], s["KXt"], k) + _cauchy(xp, s["QX"], s["dKXt"], k)))
+        s.put("jdL", k, k * dL)
         if k == 0:
-            dE.append(E[0] * dL[0])
+            dE = s.put("dE", k, E * dL)
         else:
-            dE.append((_weighted(xp, dL, E, k) + _weighted(xp, L, dE, k)) / k)
-        dS.append(xp.sum(dE[k], axis=-1, keepdims=True))
-        rest = (_products(xp, dS, P, k) + _products(xp, S, dP, k)) if k else 0
-        dP.append((dE[k] - rest - dS[0] * P[k]) / S[0])
-        dX.append((_cauchy(xp, dP, VX, k) + _cauchy(xp, P, dVX, k)) / (k + 1))
+            dE = s.put("dE", k, (_products(xp, s["jdL"], s["E"], k) + _products(xp, s["jL"], s["dE"], k)) / k)
+        dS = s.put("dS", k, xp.sum(dE, axis=-1, keepdims=True))
+        rest = (_products(xp, s["dS"], s["P"], k) + _products(xp, s["S"], s["dP"], k)) if k else 0
+        s.put("dP", k, (dE - rest - s["dS"][0, ...] * P) / S0)
+        s.put("dX", k + 1, (_cauchy(xp, s["dP"], s["VX"], k) + _cauchy(xp, s["P"], s["dVX"], k)) / (k + 1))
+    Xs = [s["X"][k, ...] for k in range(order + 1)]
     if tan:
-        return [x[0, ...] for x in Xs], dX
+        return [x[0, ...] for x in Xs], [s["dX"][k, ...] for k in range(order + 1)]
     return Xs, None
 
 
