@@ -86,6 +86,13 @@ def _arb_finite(x: Any) -> bool:
     return bool(x.is_finite())
 
 
+def _arb_max(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Largest midpoint, as an exact ball.  Used only as a shift (softmax is exactly invariant
+    under any shift of a row), so no enclosure depends on it being the true maximum."""
+    mids = np.vectorize(lambda a: float(a.mid()), otypes=[float])(x)
+    return np.vectorize(_to_arb, otypes=[object])(np.max(mids, axis=axis, keepdims=keepdims))
+
+
 def _hp_namespace(kind: str) -> types.SimpleNamespace:
     """Object arrays of gmpy2.mpfr (``mpfr``), mpmath.mpf (``mpf``) or flint.arb (``arb``)."""
     if kind == "mpfr" and gmpy2 is None:
@@ -120,7 +127,7 @@ def _hp_namespace(kind: str) -> types.SimpleNamespace:
         reshape=np.reshape,
         stack=np.stack,
         sum=np.sum,
-        max=np.max,
+        max=_arb_max if kind == "arb" else np.max,
         where=np.where,
         expand_dims=np.expand_dims,
         broadcast_to=np.broadcast_to,

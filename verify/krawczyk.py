@@ -1,0 +1,149 @@
+"""Krawczyk certificate: an exact interpolating set of step sizes exists in an explicit box.
+
+For a network of L layers (b_l, h_l) that maps X onto Y up to rounding, fix all layers but a
+set S of m = N n d "free" ones (chosen by pivoted QR on the step Jacobian, so that the square
+Jacobian J = d network(X) / d h_S is as well conditioned as the network allows), and let
+
+    G(h_S) = network(X; h_S, fixed steps) - Y        (R^m -> R^m).
+
+With a centre c (the free steps refined by Newton's method at ``digits`` digits), the box
+B = c + [-r, r]^m and R a floating-point approximation of J(c)^(-1), the Krawczyk operator
+
+    K(B) = c - R G(c) + (I - R J(B)) (B - c)
+
+is enclosed in Arb ball arithmetic: X, Y, the fixed steps and c are exact binary numbers, every
+operation of the network and of its Jacobian (:func:`verify.network.apply` with sensitivities,
+evaluated on balls) is enclosed, and J(B) encloses the Jacobian at every point of B.  If K(B)
+lies in the interior of B, the box contains exactly one h_S with G(h_S) = 0 (Krawczyk 1969;
+Moore's theorem on the Krawczyk operator): the network with those exact step sizes maps X
+exactly onto Y.  Otherwise nothing is claimed.
+
+>>> import numpy as np
+>>> from verify.blocks import gaussian_blocks
+>>> from verify.network import apply
+>>> blocks = gaussian_blocks(seed=2, d=1)
+>>> X = np.array([[[-1.0], [0.5]]])
+>>> layers = [(0, 0.4), (1, -0.3), (0, 0.2), (1, 0.5)]
+>>> Y = apply(blocks, layers, X, dps=40).end.astype(float)      # a target in binary64
+>>> cert = certify_network(blocks, layers, X, Y)
+>>> cert["certified"], cert["free_layers"]
+(True, [0, 3])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .backend import namespace, precision
+from .blocks import Block
+from .certify import select_columns
+from .network import _apply, apply
+
+DEFAULT_DIGITS = 50
+
+
+def free_layers(blocks: Sequence[Block], layers: Sequence[tuple[int, float]], X: np.ndarray) -> list[int]:
+    """m = N n d layer indices whose step columns are the best conditioned (pivoted QR)."""
+    D = apply(blocks, layers, X, sensitivities=True).d_steps
+    return select_columns(D / np.maximum(np.linalg.norm(D, axis=0), 1e-300), X.size)
+
+
+def _refine(blocks, layers, X, Y, free, digits, iterations=8):
+    """Newton's method on the free steps at ``digits`` digits; returns the steps as mpfr numbers."""
+    xp = namespace("mpmath")
+    steps = [xp.asarray(h)[()] for _, h in layers]
+    target = xp.asarray(Y).ravel()
+    for _ in range(iterations):
+        res = _apply(blocks, [(b, s) for (b, _), s in zip(layers, steps, strict=True)], xp.asarray(X), True)
+        r = res.end.ravel() - target
+        J = res.d_steps[:, free]
+        delta = np.linalg.solve(J.astype(float), r.astype(float))  # float64 direction, refined next pass
+        # one exact-precision Newton correction of the float64 step
+        for k, i in enumerate(free):
+            steps[i] = steps[i] - xp.asarray(delta[k])[()]
+        if float(np.max(np.abs(r.astype(float)))) < 10.0 ** (-digits + 5):
+            break
+    return steps
+
+
+def certify_network(
+    blocks: Sequence[Block],
+    layers: Sequence[tuple[int, float]],
+    X: np.ndarray,
+    Y: np.ndarray,
+    *,
+    free: Sequence[int] | None = None,
+    digits: int = DEFAULT_DIGITS,
+    radius: float | None = None,
+    centre_shift: float = 0.0,
+) -> dict[str, Any]:
+    """Try to prove that the box around the refined free steps holds one exact solution.
+
+    ``radius`` defaults to max(1e6 |R G(c)|, 10^(-digits/2)).  ``centre_shift`` moves the
+    centre of the box by that multiple of the radius along the first free step (used by the
+    tests to show that a wrong box is refused).
+    """
+    import flint
+
+    layers = [(int(b), float(h)) for b, h in layers]
+    m = X.size
+    free = sorted(free_layers(blocks, layers, X) if free is None else (int(i) for i in free))
+    base = {"certified": False, "method": "Krawczyk operator in Arb ball arithmetic", "digits": digits,
+            "free_layers": free, "fixed_layers": len(layers) - len(free)}
+    if len(free) != m:
+        return base | {"reason": f"{len(free)} free layers for {m} equations; the Krawczyk test needs a square system"}
+    with precision(digits):
+        steps = _refine(blocks, layers, X, Y, free, digits)
+        arb = namespace("arb")
+        # the centre: the refined steps rounded to exact binary numbers (any exact centre is valid)
+        c = [flint.arb(flint.arb(str(steps[i])).mid()) for i in free]
+        point = [flint.arb(h) for _, h in layers]
+        for k, i in enumerate(free):
+            point[i] = c[k]
+        Xa, Ya = arb.asarray(X), arb.asarray(Y).ravel()
+        G_c = _apply(blocks, list(zip([b for b, _ in layers], point, strict=True)), Xa, False).end.ravel() - Ya
+        J_mid = _apply(blocks, list(zip([b for b, _ in layers], point, strict=True)), Xa, True).d_steps[:, free]
+        mid = np.array([[float(J_mid[i, j].mid()) for j in range(m)] for i in range(m)])
+        try:
+            R = np.linalg.inv(mid)
+        except np.linalg.LinAlgError:
+            return base | {"reason": "the Jacobian of the free steps is singular in float64; choose other free layers"}
+        Ra = flint.arb_mat(R.tolist())
+        RG = Ra * flint.arb_mat([[g] for g in G_c])
+        newton = max(float(abs(RG[i, 0]).upper()) for i in range(m))
+        r = max(1e6 * newton, 10.0 ** (-digits / 2)) if radius is None else float(radius)
+        shift = centre_shift * r
+        centre = [c[k] + (shift if k == 0 else 0) for k in range(m)]
+        box = list(point)
+        for k, i in enumerate(free):
+            box[i] = flint.arb(centre[k], r)
+        if shift:
+            point_s = list(point)
+            point_s[free[0]] = centre[0]
+            G_c = _apply(blocks, list(zip([b for b, _ in layers], point_s, strict=True)), Xa, False).end.ravel() - Ya
+            RG = Ra * flint.arb_mat([[g] for g in G_c])
+        J_box = _apply(blocks, list(zip([b for b, _ in layers], box, strict=True)), Xa, True).d_steps[:, free]
+        E = flint.arb_mat(m, m)
+        RJ = Ra * flint.arb_mat([[J_box[i, j] for j in range(m)] for i in range(m)])
+        for i in range(m):
+            for j in range(m):
+                E[i, j] = (1 if i == j else 0) - RJ[i, j]
+        unit = flint.arb(0, r)
+        K_minus_c = [-RG[i, 0] + sum((E[i, j] * unit for j in range(m)), flint.arb(0)) for i in range(m)]
+        reach = max(float(abs(k).upper()) for k in K_minus_c)
+        contraction = max(float(sum((abs(E[i, j]) for j in range(m)), flint.arb(0)).upper()) for i in range(m))
+        width = max(float(J_box[i, j].rad()) for i in range(m) for j in range(m))
+    ok = reach < r
+    return base | {
+        "certified": bool(ok),
+        "radius": r,
+        "centre": [float(x) for x in centre],
+        "K_reach_over_radius": reach / r,
+        "contraction_upper": contraction,
+        "newton_step_upper": newton,
+        "jacobian_width": width,
+        "reason": "" if ok else "K(B) is not inside the box: the box is wrong or too wide for the enclosures",
+    }
