@@ -161,19 +161,19 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     def pattern(h):
         return [j % 2 for j in range(len(h))]
 
-    def layers_of(h):
+    def layers_of(h, k=k):
         return [(b, t / k) for b, t in zip(pattern(h), h, strict=True) for _ in range(k)]
 
-    def network_fit(h):
-        res = apply(blocks, layers_of(h), X, sensitivities=True)
+    def network_fit(h, k=k):
+        res = apply(blocks, layers_of(h, k), X, sensitivities=True)
         return res.end.ravel() - target, res.d_steps.reshape(m, len(h), k).sum(axis=2) / k
 
     def residual(steps, depth):
         end = image(blocks, steps, X, depth)
         return np.full(m, np.inf) if end is None else end.ravel() - target
 
-    def network_residual(h):
-        return residual(layers_of(h), "finite")
+    def network_residual(h, k=k):
+        return residual(layers_of(h, k), "finite")
 
     def flow_fit(h):
         res = flow(blocks, list(zip(pattern(h), h, strict=True)), X, sensitivities=True)
@@ -200,6 +200,12 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
                                           report=report)
         total_jac += info["jacobians"]
         if settings.depth == "continuous" and info["converged"]:
+            # four times finer Euler layers first: the flow polish then starts within ~1e-6
+            with np.errstate(all="ignore"):
+                h, info = levenberg_marquardt(lambda z: network_fit(z, 4 * k), h, tol=1e-6, max_iter=30,
+                                              residual_only=lambda z: network_residual(z, 4 * k), deadline=deadline,
+                                              report=report)
+            total_jac += info["jacobians"]
             h, info = levenberg_marquardt(flow_fit, h, tol=settings.tolerance, max_iter=30,
                                           residual_only=flow_residual, deadline=deadline, report=report)
             total_jac += info["jacobians"]
