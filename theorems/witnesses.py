@@ -1,0 +1,85 @@
+"""Checks shared by the theorems: bracket-rank witnesses and constructed controls.
+
+* :func:`rank_checks` -- the bracket rank of a collection against the exact prediction of the
+  invariants (:func:`verify.invariants.predicted_rank`), decided as :mod:`verify.rank` decides
+  (float64 only for a clear full rank, otherwise 30/60 digits), and, when the rank is full, an
+  Arb certificate of full rank (:func:`verify.certify.full_rank`).
+* :func:`control_checks` -- a control (continuous) or network (finite) found by the solver, its
+  float64 replay against the tolerance, and its replay at 40 digits from the witness file.
+* :func:`refusal_check` -- inadmissible data must be refused with a reason.
+
+Every check says what its bound is and where the bound comes from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from verify import certify, rank, witness
+from verify.blocks import Block
+from verify.errors import InputError
+from verify.invariants import check_admissible, predicted_rank
+from verify.results import Check, check
+from verify.solver import Settings, solve
+
+BELOW_ONE = float(np.nextafter(1.0, 0.0))  # strict "< 1" as a "<=" bound
+HP_DIGITS = 40
+
+
+def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray, *, expected: int | None = None,
+                certify_full: bool = True) -> list[Check]:
+    """Rank equals the prediction; a full rank is also certified in Arb (when asked)."""
+    causal = bool(blocks[0].causal)
+    prediction = predicted_rank(X, causal) if expected is None else expected
+    res = rank.analyse(blocks, X, expected=prediction)
+    M = res.pop("matrix")
+    details = {k: res[k] for k in ("dimension", "rank", "expected_rank", "min_degree", "max_degree", "sigma_min",
+                                   "gap", "decided_by")}
+    origin = ("exact prediction from the invariants (verify.invariants); rank decided in "
+              f"{res['decided_by']} against the noise model of verify.rank")
+    out = [check(f"bracket rank equals prediction [{label}]", abs(res["rank"] - (prediction if prediction is not None
+                 else np.nan)), 0.0, origin, **details)]
+    if certify_full and prediction == res["dimension"] and res["rank"] == res["dimension"]:
+        cert = certify.full_rank(blocks, X, max_degree=res["max_degree"], matrix=np.asarray(M, dtype=float))
+        value = cert.get("norm_I_minus_RA_upper", np.inf)
+        out.append(check(f"full bracket rank certified in Arb [{label}]", value, BELOW_ONE,
+                         "||I - R A||_F < 1 proves the m selected bracket columns independent (Arb enclosure)",
+                         certified=bool(cert["certified"]),
+                         sigma_min_lower=cert.get("sigma_min_lower", 0.0), columns=cert.get("columns", []),
+                         reason=cert.get("reason", "")))
+    return out
+
+
+def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, depth: str,
+                   settings: Settings, progress: Callable[[str], None] | None = None) -> tuple[list[Check], object]:
+    """Solve, replay in float64, write the witness and replay it at 40 digits."""
+    sol = solve(blocks, X, Y, settings, progress)
+    unit = "layers" if depth == "finite" else "steps"
+    info = {"depth": sol.depth, "unit": unit, "total_duration": sol.total_duration, "starts": sol.moves,
+            "message": sol.message}
+    out = [check(f"{'network' if depth == 'finite' else 'control'} reaches the targets, float64 replay [{label}]",
+                 sol.error, settings.tolerance, "the solver's tolerance", **info)]
+    if sol.steps:
+        doc = witness.make(blocks, X, Y, depth, sol.steps, settings.tolerance)
+        verdict = witness.replay(witness.parse(witness.dumps(doc)), HP_DIGITS)
+        out.append(check(f"witness replays at {HP_DIGITS} digits [{label}]",
+                         verdict["error"] + verdict["integration_error_estimate"], doc["tolerance"],
+                         "tolerance written into the witness; error + integration error estimate",
+                         error=verdict["error"], integration_error_estimate=verdict["integration_error_estimate"]))
+    else:
+        out.append(check(f"witness replays at {HP_DIGITS} digits [{label}]", np.inf, settings.tolerance,
+                         "no witness: the solver found no control"))
+    return out, sol
+
+
+def refusal_check(label: str, X: np.ndarray, Y: np.ndarray, causal: bool, obstruction: str) -> Check:
+    """Passes when :func:`verify.invariants.check_admissible` refuses the data (value 0)."""
+    try:
+        check_admissible(X, Y, causal)
+    except InputError as e:
+        return check(f"inadmissible data refused: {obstruction} [{label}]", 0.0, 0.0,
+                     "an invariant forbids these targets (DESIGN section 2)", reason=str(e))
+    return check(f"inadmissible data refused: {obstruction} [{label}]", 1.0, 0.0,
+                 "an invariant forbids these targets (DESIGN section 2)", reason="accepted: not refused")
