@@ -92,7 +92,7 @@ def coefficients(
         L = s.put("L", k, beta * _cauchy(xp, s["QX"], s["KXt"], k))
         s.put("jL", k, k * L)
         E = s.put("E", k, shifted_exp(xp, L, block.causal) if k == 0 else _products(xp, s["jL"], s["E"], k) / k)
-        S = s.put("S", k, xp.sum(E, axis=-1, keepdims=True))
+        s.put("S", k, xp.sum(E, axis=-1, keepdims=True))
         S0 = s["S"][0, ...]
         P = s.put("P", k, (E - _products(xp, s["S"], s["P"], k)) / S0 if k else E / S0)
         s.put("X", k + 1, _cauchy(xp, s["P"], s["VX"], k) / (k + 1))
@@ -108,7 +108,7 @@ def coefficients(
             dE = s.put("dE", k, E * dL)
         else:
             dE = s.put("dE", k, (_products(xp, s["jdL"], s["E"], k) + _products(xp, s["jL"], s["dE"], k)) / k)
-        dS = s.put("dS", k, xp.sum(dE, axis=-1, keepdims=True))
+        s.put("dS", k, xp.sum(dE, axis=-1, keepdims=True))
         rest = (_products(xp, s["dS"], s["P"], k) + _products(xp, s["S"], s["dP"], k)) if k else 0
         s.put("dP", k, (dE - rest - s["dS"][0, ...] * P) / S0)
         s.put("dX", k + 1, (_cauchy(xp, s["dP"], s["VX"], k) + _cauchy(xp, s["P"], s["dVX"], k)) / (k + 1))
