@@ -61,7 +61,7 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
             "message": sol.message}
     out = [check(f"{'network' if depth == 'finite' else 'control'} reaches the targets, float64 replay [{label}]",
                  sol.error, settings.tolerance, "the solver's tolerance", **info)]
-    if sol.steps:
+    if sol.success:
         doc = witness.make(blocks, X, Y, depth, sol.steps, settings.tolerance)
         verdict = witness.replay(witness.parse(witness.dumps(doc)), HP_DIGITS)
         out.append(check(f"witness replays at {HP_DIGITS} digits [{label}]",
@@ -70,7 +70,7 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
                          error=verdict["error"], integration_error_estimate=verdict["integration_error_estimate"]))
     else:
         out.append(check(f"witness replays at {HP_DIGITS} digits [{label}]", np.inf, settings.tolerance,
-                         "no witness: the solver found no control"))
+                         "no witness: the solver found no control within its budget"))
     return out, sol
 
 

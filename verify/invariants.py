@@ -119,8 +119,9 @@ def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False) -> None
     Full attention: the coincidence pattern of every sequence, the permutation relations
     between sequences (with the same permutation for inputs and targets) and, for d = 1, the
     order of the tokens of every sequence must agree.  Causal masking: the first tokens must
-    be related by one G with det G > 0 (least squares, relative residual <= 1e-12), and shared
-    prefixes must agree.  Raises :class:`~verify.errors.InputError`.
+    be related by one G with det G > 0 (least squares, relative residual <= 1e-12), shared
+    prefixes must agree and, for d = 1, the first two tokens keep their order.
+    Raises :class:`~verify.errors.InputError`.
     """
     from .errors import InputError
 
@@ -138,6 +139,14 @@ def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False) -> None
                             f"sequences {s} and {t} share their first {i} tokens in the {which} only; under causal "
                             "masking shared prefixes stay shared and distinct ones stay distinct"
                         )
+        if d == 1 and n >= 2:
+            # (x_2 - x_1)' = P_22 V (x_2 - x_1): the first two tokens never cross (later ones can)
+            for s in range(N):
+                if np.sign(X[s, 1, 0] - X[s, 0, 0]) != np.sign(Y[s, 1, 0] - Y[s, 0, 0]):
+                    raise InputError(
+                        f"sequence {s}: tokens 0 and 1 change order (d = 1, causal); under causal masking "
+                        "(x_2 - x_1)' = P_22 V (x_2 - x_1), so the first two tokens never cross"
+                    )
         return
     for s in range(N):
         for i in range(n):

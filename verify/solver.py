@@ -204,10 +204,11 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             with np.errstate(all="ignore"):
                 h, info = levenberg_marquardt(lambda z: network_fit(z, 4 * k), h, tol=1e-6, max_iter=30,
                                               residual_only=lambda z: network_residual(z, 4 * k), deadline=deadline,
-                                              report=report)
+                                              report=report, gauss_newton_first=True)
             total_jac += info["jacobians"]
             h, info = levenberg_marquardt(flow_fit, h, tol=settings.tolerance, max_iter=30,
-                                          residual_only=flow_residual, deadline=deadline, report=report)
+                                          residual_only=flow_residual, deadline=deadline, report=report,
+                                          gauss_newton_first=True)
             total_jac += info["jacobians"]
         if info["residual"] < best[0]:
             best = (info["residual"], h)
