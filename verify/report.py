@@ -1,11 +1,23 @@
 """Writing results: ``reports/verification.json`` (deterministic; timings kept apart).
 
-The file has a versioned schema, ``verification-report/1``::
+Two versioned schemas.  ``verification-report/1`` (engine self-checks, ``verify selfcheck``)::
 
     {"schema": ..., "suite": ..., "seed": ..., "passed": bool,
      "checks": [{"name", "value", "bound", "origin", "passed", "certified", "details"}, ...],
      "versions": {package: version},
      "timings": {...}}       <- the only part that differs between two runs with one seed
+
+``verification-report/2`` (theorem checks, ``verify run``)::
+
+    {"schema": ..., "suite": "theorems", "profile": ..., "seed": ..., "passed": bool,
+     "blocks": {"seed": ..., "initialisation": ...},
+     "precision": {...},
+     "theorems": [{"name", "title", "statement", "latex", "hypotheses", "profile_settings",
+                   "passed", "checks": [check, ...]}, ...],
+     "versions": {...},
+     "timings": {"theorems": {name: seconds}, "total_s": ..., "machine": {...}}}
+
+Non-finite numbers are written as the strings "inf", "-inf", "nan" (JSON has no infinities).
 
 >>> from verify.results import check
 >>> doc = document("engine-selfcheck", 0, [check("x", 0.0, 1.0, "test")], {"total_s": 1.0})
@@ -16,14 +28,18 @@ The file has a versioned schema, ``verification-report/1``::
 from __future__ import annotations
 
 import json
+import math
 import platform
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .results import Check
 
 SCHEMA = "verification-report/1"
+THEOREM_SCHEMA = "verification-report/2"
 PACKAGES = ("numpy", "scipy", "mpmath", "gmpy2", "python-flint", "array-api-compat")
 
 
@@ -49,9 +65,44 @@ def document(suite: str, seed: int, checks: list[Check], timings: dict[str, Any]
     }
 
 
+def theorem_document(profile: str, seed: int, theorems: list[dict[str, Any]], timings: dict[str, Any],
+                     precision: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "schema": THEOREM_SCHEMA,
+        "suite": "theorems",
+        "profile": profile,
+        "seed": seed,
+        "passed": all(t["passed"] for t in theorems),
+        "blocks": {"seed": seed, "initialisation": "Q0, K0, V0, Q1, K1, V1 i.i.d. N(0, 1/d) from "
+                   "numpy.random.default_rng(seed), in that order (verify.blocks.gaussian_blocks)"},
+        "precision": precision,
+        "theorems": theorems,
+        "versions": versions(),
+        "timings": timings | {"machine": {"platform": platform.platform(), "processor": platform.processor(),
+                                          "python": platform.python_version()}},
+    }
+
+
+def plain(x: Any) -> Any:
+    """JSON-ready copy: NumPy scalars to Python, tuples to lists, non-finite floats to strings."""
+    if isinstance(x, dict):
+        return {str(k): plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [plain(v) for v in x]
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    return x
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(plain(doc), indent=1, allow_nan=False) + "\n"
+
+
 def write(doc: dict[str, Any], directory: str | Path) -> Path:
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     path = d / "verification.json"
-    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    path.write_text(dumps(doc), encoding="utf-8")
     return path

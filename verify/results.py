@@ -2,7 +2,7 @@
 
 A check holds the measured ``value``, the ``bound`` it is held against, where that bound comes
 from (``origin``), the verdict, and whether the verdict is ``certified`` (every rounding
-enclosed) or an estimate.  ``passed`` is computed, never set: value <= bound.
+enclosed) or an estimate.  ``passed`` is computed, never set: value <= bound, both finite.
 
 >>> c = check("reversibility", 3e-15, 1e-12, "10 x integration error estimate")
 >>> c.passed, c.certified
@@ -31,6 +31,8 @@ class Check:
 
 
 def check(name: str, value: float, bound: float, origin: str, *, certified: bool = False, **details: Any) -> Check:
-    """A check that passes when ``value <= bound`` (NaN never passes)."""
+    """A check that passes when ``value <= bound``; a non-finite value or bound never passes (an
+    infinite bound would be a check that cannot fail)."""
     value, bound = float(value), float(bound)
-    return Check(name, value, bound, origin, bool(math.isfinite(value) and value <= bound), certified, details)
+    ok = math.isfinite(value) and math.isfinite(bound) and value <= bound
+    return Check(name, value, bound, origin, bool(ok), certified, details)
