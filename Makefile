@@ -15,15 +15,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+PROFILE ?= standard
+
 verify: $(STAMP)
-	$(PY) -m verify selfcheck --seed $(SEED) --out reports
+	$(PY) -m verify selfcheck --quiet --seed $(SEED) --out reports/selfcheck
+	$(PY) -m verify run --profile $(PROFILE) --seed $(SEED) --out reports
 
 test: $(STAMP)
 	$(PY) -m ruff check verify theorems property_tests
-	$(PY) -m pytest -q verify property_tests
+	$(PY) -m pytest -q verify theorems property_tests
 
 test-thorough: $(STAMP)
-	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -q verify property_tests
+	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -q verify theorems property_tests
 
 bench: $(STAMP)
 	mkdir -p reports/benchmarks

@@ -56,9 +56,9 @@ HP_DIGITS = 40
 EPS = 2.0**-52
 
 PROFILES = {
-    "quick": dict(shape=(2, 2, 2), generic=(3, 2, 2), prefix=(2, 3, 2), budget=120.0),
-    "standard": dict(shape=(2, 2, 2), generic=(3, 3, 2), prefix=(3, 3, 2), budget=300.0),
-    "paper": dict(shape=(2, 3, 2), generic=(4, 3, 2), prefix=(3, 4, 2), budget=1800.0),
+    "quick": dict(shape=(2, 2, 2), generic=(3, 2, 2), prefix=(2, 3, 2), solve=(1, 2, 2), budget=120.0),
+    "standard": dict(shape=(2, 2, 2), generic=(3, 3, 2), prefix=(3, 3, 2), solve=(2, 2, 2), budget=300.0),
+    "paper": dict(shape=(2, 3, 2), generic=(4, 3, 2), prefix=(3, 4, 2), solve=(2, 3, 2), budget=1800.0),
 }
 
 
@@ -100,8 +100,9 @@ def run(profile: str, seed: int, progress: Callable[[str], None] | None = None) 
     Xs[1, 0] = Xs[0, 0]
     out += rank_checks(f"shared first token {p['prefix']}", blocks, Xs)
     say("T3: interpolating compatible data")
-    Y = hidden_control_targets(blocks, X, seed, "continuous", steps=2 * X.size)
-    controls, _ = control_checks(tag, blocks, X, Y, "continuous",
+    Xi = collection(seed, p["solve"], "causal solve")
+    Y = hidden_control_targets(blocks, Xi, seed, "continuous", steps=2 * Xi.size)
+    controls, _ = control_checks("N={},n={},d={},causal".format(*p["solve"]), blocks, Xi, Y, "continuous",
                                  Settings(depth="continuous", seed=seed, time_budget=p["budget"]), progress)
     out += controls
     out.append(refusal_check(tag, X, causal_targets(seed, X, sign=-1), True, "det G < 0"))

@@ -1,0 +1,73 @@
+"""Krawczyk certificates and the discretisation bound (T2's engine parts)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from verify.blocks import gaussian_blocks
+from verify.discretisation import euler_bound, fitted_order, norm
+from verify.flow import flow
+from verify.krawczyk import certify_network
+from verify.network import apply, control_to_network
+
+from .strategies import controls
+
+SLACK_FACTOR = 1e4  # stated: bound / error at h = max|tau| / 128 for max token norm 1/2, |tau| <= 1/4
+
+
+@st.composite
+def small_networks(draw):
+    """(blocks, layers, X, Y) with Y the 40-digit image rounded to binary64: an exact solution
+    exists next to the binary64 steps."""
+    d = draw(st.integers(1, 2))
+    N, n = draw(st.integers(1, 2)), draw(st.integers(2, 3))
+    seed = draw(st.integers(0, 2**32 - 1))
+    g = np.random.default_rng(seed)
+    X = g.normal(size=(N, n, d))
+    L = N * n * d + draw(st.integers(0, 4))
+    layers = [(j % 2, float(h)) for j, h in enumerate(g.uniform(-0.5, 0.5, size=L))]
+    blocks = gaussian_blocks(seed, d)
+    return blocks, layers, X, apply(blocks, layers, X, dps=40).end.astype(float)
+
+
+@given(small_networks())
+def test_krawczyk_certifies_true_networks_and_refuses_displaced_boxes(net):
+    blocks, layers, X, Y = net
+    cert = certify_network(blocks, layers, X, Y)
+    assert cert["certified"], cert["reason"]
+    assert cert["K_reach_over_radius"] < 1 and cert["radius"] > 0
+    wrong = certify_network(blocks, layers, X, Y, free=cert["free_layers"], radius=cert["radius"], centre_shift=3.0)
+    assert not wrong["certified"]
+
+
+def test_krawczyk_needs_a_square_system():
+    blocks = gaussian_blocks(0, 1)
+    X = np.array([[[-1.0], [0.5]]])
+    cert = certify_network(blocks, [(0, 0.3), (1, 0.2)], X, X, free=[0])
+    assert not cert["certified"] and "square" in cert["reason"]
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(1, 2), st.integers(2, 3), controls(max_len=4, max_abs=0.25))
+def test_discretisation_bound_holds_and_is_within_the_stated_factor(seed, N, n, control):
+    blocks = gaussian_blocks(seed, 2)
+    X = np.random.default_rng(seed).normal(size=(N, n, 2))
+    X *= 0.5 / norm(X)
+    exact = flow(blocks, control, X, dps=30).end.astype(float)
+    layers = control_to_network(control, 128)
+    err = float(np.abs(apply(blocks, layers, X).end - exact).max())
+    bound = euler_bound(blocks, layers, X)
+    assert err <= bound
+    if err > 1e-13:  # above the rounding level of the comparison
+        assert bound <= SLACK_FACTOR * err
+
+
+def test_fitted_order_of_euler_is_one():
+    blocks = gaussian_blocks(4, 2)
+    X = 0.4 * np.random.default_rng(1).normal(size=(2, 3, 2))
+    control = [(0, 0.2), (1, -0.25), (0, 0.1)]
+    exact = flow(blocks, control, X, dps=30).end.astype(float)
+    ks = [16, 32, 64, 128]
+    errs = [float(np.abs(apply(blocks, control_to_network(control, k), X).end - exact).max()) for k in ks]
+    assert abs(fitted_order([1 / k for k in ks], errs) - 1) < 0.05

@@ -1,0 +1,102 @@
+"""The theorem checks (theorems/): their parts over random seeds, and `verify run` end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from theorems import causal, finite_depth, necessity, registry
+from theorems.instances import collection, hidden_control_targets
+from theorems.witnesses import rank_checks, refusal_check
+from verify.blocks import gaussian_blocks
+from verify.results import check
+
+seeds = st.integers(0, 2**31 - 1)
+
+
+def test_a_check_with_an_infinite_bound_never_passes():
+    assert not check("vacuous", 1.0, np.inf, "none").passed
+    assert not check("nan", np.nan, 1.0, "none").passed
+    assert check("ok", 1.0, 1.0, "equal").passed
+
+
+@given(seeds, st.sampled_from([(1, 2, 2), (2, 2, 1), (1, 3, 1), (2, 2, 2)]))
+def test_rank_witness_on_admissible_collections(seed, shape):
+    blocks = gaussian_blocks(seed, shape[2])
+    X = collection(seed, shape, "test")
+    checks = rank_checks("test", blocks, X)
+    assert all(c.passed for c in checks), [c for c in checks if not c.passed]
+    assert any(c.certified for c in checks)
+
+
+@given(seeds)
+def test_necessity_deficits_hold_for_any_seed(seed):
+    checks = necessity.run(seed, (1, 2, 2))
+    assert all(c.passed for c in checks), [c for c in checks if not c.passed]
+    assert [c.details["deficit"] for c in checks] == [2, 3, 3, 2]
+
+
+@given(seeds)
+def test_refusal_check_can_fail(seed):
+    blocks = gaussian_blocks(seed, 2)
+    X = collection(seed, (1, 2, 2), "test")
+    Y = hidden_control_targets(blocks, X, seed, "finite", steps=4)
+    assert not refusal_check("admissible", X, Y, False, "none").passed
+    Y[0, 1] = Y[0, 0]
+    assert refusal_check("coincident", X, Y, False, "coincident").passed
+
+
+@given(seeds)
+def test_causal_first_tokens_are_linear(seed):
+    blocks = gaussian_blocks(seed, 2, causal=True)
+    X = collection(seed, (2, 3, 2), "test")
+    assert causal.linearity_check("test", blocks, X, seed).passed
+
+
+@settings(max_examples=3)
+@given(seeds)
+def test_finite_depth_theorem_quick_profile(seed):
+    checks = finite_depth.run("quick", seed)
+    assert all(c.passed for c in checks), [c.name for c in checks if not c.passed]
+    assert any(c.certified and "Krawczyk" in c.name for c in checks)
+
+
+@settings(max_examples=1)
+@given(seeds)
+def test_quick_profile_passes_for_a_drawn_seed(seed):
+    results, timings = registry.run(None, "quick", seed)
+    failed = [(t["name"], c["name"], c["value"], c["bound"]) for t in results for c in t["checks"] if not c["passed"]]
+    assert not failed, f"seed {seed}: {failed}"
+    assert [t["name"] for t in results] == ["two_block", "finite_depth", "causal"]
+    assert set(timings) == {"two_block", "finite_depth", "causal"}
+
+
+def _run_cli(tmp_path, name):
+    out = tmp_path / name
+    p = subprocess.run([sys.executable, "-m", "verify", "run", "--theorem", "finite_depth", "--seed", "5",
+                        "--json", "--out", str(out)], capture_output=True, text=True)
+    return p, out / "verification.json"
+
+
+def test_verify_run_json_and_determinism(tmp_path):
+    p1, f1 = _run_cli(tmp_path, "a")
+    p2, f2 = _run_cli(tmp_path, "b")
+    assert p1.returncode == 0, p1.stderr
+    doc = json.loads(p1.stdout)
+    assert doc["schema"] == "verification-report/2" and doc["passed"] is True
+    t = doc["theorems"][0]
+    assert t["name"] == "finite_depth" and t["passed"]
+    assert {"name", "passed", "value", "bound", "certified", "origin"} <= set(t["checks"][0])
+    a, b = json.loads(f1.read_text()), json.loads(f2.read_text())
+    a.pop("timings"), b.pop("timings")
+    assert a == b
+
+
+def test_verify_run_rejects_unknown_theorems():
+    p = subprocess.run([sys.executable, "-m", "verify", "run", "--theorem", "nope"], capture_output=True, text=True)
+    assert p.returncode == 2 and "invalid choice" in p.stderr and "Traceback" not in p.stderr
