@@ -38,7 +38,8 @@ def test_krawczyk_certifies_true_networks_and_refuses_displaced_boxes(net):
     cert = certify_network(blocks, layers, X, Y)
     assert cert["certified"], cert["reason"]
     assert cert["K_reach_over_radius"] < 1 and cert["radius"] > 0
-    wrong = certify_network(blocks, layers, X, Y, free=cert["free_layers"], radius=cert["radius"], centre_shift=3.0)
+    wrong = certify_network(blocks, layers, X, Y, free=cert["free_layers"], radius=cert["radius"],
+                            digits=cert["digits"], centre_shift=3.0)
     assert not wrong["certified"]
 
 

@@ -10,7 +10,8 @@ What is checked:
    inputs under a hidden random network, replayed in float64 and at 40 digits.
 2. Krawczyk certificate (:mod:`verify.krawczyk`): all but N n d step sizes fixed at their
    binary64 values, the map from the free steps to the end point and its Jacobian enclosed in
-   Arb over a box around the (40+ digit refined) steps; K(B) inside B proves that the box holds
+   Arb over a box around the refined steps (50 to 400 digits: ball arithmetic through many
+   layers widens radii by the dependency effect); K(B) inside B proves that the box holds
    exactly one set of step sizes interpolating X -> Y exactly.  A box displaced by three radii
    must be refused (a negative control: the test can fail).
 3. Discretisation (:mod:`verify.discretisation`): for a seeded continuous control on the
@@ -74,7 +75,7 @@ def krawczyk_checks(label: str, blocks, layers, X, Y) -> list[Check]:
                  certified=bool(cert["certified"]), **info)]
     if cert["certified"]:
         wrong = certify_network(blocks, layers, X, Y, free=cert["free_layers"], radius=cert["radius"],
-                                centre_shift=DISPLACED)
+                                digits=cert["digits"], centre_shift=DISPLACED)
         out.append(check(f"Krawczyk refuses a box displaced by {DISPLACED:g} radii [{label}]",
                          float(wrong["certified"]), 0.0, "negative control: no zero lies in the displaced box",
                          K_reach_over_radius=wrong.get("K_reach_over_radius")))
