@@ -10,7 +10,7 @@ from verify.blocks import gaussian_blocks
 from verify.discretisation import euler_bound, fitted_order, norm
 from verify.flow import flow
 from verify.krawczyk import certify_network
-from verify.network import apply, control_to_network
+from verify.network import apply, control_to_network, rounding_estimate
 
 from .strategies import controls
 
@@ -57,10 +57,11 @@ def test_discretisation_bound_holds_and_is_within_the_stated_factor(seed, N, n, 
     X *= 0.5 / norm(X)
     exact = flow(blocks, control, X, dps=30).end.astype(float)
     layers = control_to_network(control, 128)
-    err = float(np.abs(apply(blocks, layers, X).end - exact).max())
+    end = apply(blocks, layers, X).end
+    err = float(np.abs(end - exact).max())
     bound = euler_bound(blocks, layers, X)
-    assert err <= bound
-    if err > 1e-13:  # above the rounding level of the comparison
+    assert err <= bound + rounding_estimate(len(layers), end)  # the bound is for exact arithmetic
+    if err > 1e-10:  # well above the float64 rounding of 4 x 128 layers
         assert bound <= SLACK_FACTOR * err
 
 

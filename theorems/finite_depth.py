@@ -33,7 +33,7 @@ from verify.blocks import gaussian_blocks
 from verify.discretisation import euler_bound, fitted_order, norm
 from verify.flow import flow
 from verify.krawczyk import certify_network
-from verify.network import apply, control_to_network
+from verify.network import apply, control_to_network, rounding_estimate
 from verify.results import Check, check
 from verify.solver import Settings
 
@@ -91,13 +91,15 @@ def discretisation_checks(label: str, blocks, X, seed: int, steps: int, duration
     errors, hs, out = [], [], []
     for k in LADDER:
         layers = control_to_network(control, k)
-        err = float(np.abs(apply(blocks, layers, X).end - exact).max())
-        bound = euler_bound(blocks, layers, X)
+        end = apply(blocks, layers, X).end
+        err = float(np.abs(end - exact).max())
+        bound = euler_bound(blocks, layers, X) + rounding_estimate(len(layers), end)
         h = max(abs(t) for _, t in control) / k
         errors.append(err)
         hs.append(h)
         out.append(check(f"Euler error <= derived bound, h = {h:.3g} [{label}]", err, bound,
-                         "Lipschitz/Gronwall recursion of verify.discretisation along the layers",
+                         "Lipschitz/Gronwall recursion of verify.discretisation along the layers "
+                         "+ float64 rounding estimate 4 (L+1) u max|x|",
                          slack=bound / err if err > 0 else None, C_h=bound / h))
     order = fitted_order(hs, errors)
     out.append(check(f"fitted order of the splitting is 1 [{label}]", abs(order - 1.0), ORDER_TOLERANCE,

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from . import validate
 from .attention import field, jacobian
 from .backend import namespace, namespace_of, precision
@@ -51,6 +53,11 @@ def control_to_network(control: Sequence[tuple[int, Any]], splits: int | Sequenc
     if len(ms) != len(control) or any(int(m) < 1 for m in ms):
         raise ValueError("splits must be a positive integer or one positive integer per step")
     return [(b, tau / m) for (b, tau), m in zip(control, ms, strict=True) for _ in range(int(m))]
+
+
+def rounding_estimate(n_layers: int, end: Any, unit: float = 2.0**-52) -> float:
+    """Estimate (not a bound) of the rounding in a network's output: 4 (L + 1) u max(1, max|x|)."""
+    return 4 * (n_layers + 1) * unit * max(1.0, float(np.max(np.abs(np.asarray(end, dtype=float)))))
 
 
 def apply(

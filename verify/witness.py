@@ -48,7 +48,7 @@ from .blocks import Block
 from .datafiles import ensure_new
 from .errors import InputError
 from .flow import flow
-from .network import apply
+from .network import apply, rounding_estimate
 
 SCHEMA = "attention-interpolation-witness/1"
 DEPTHS = {"continuous": ("steps", "duration"), "finite": ("layers", "step")}
@@ -286,8 +286,7 @@ def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
             end, estimate, work = res.end, res.error_estimate, {"taylor_steps": res.taylor_steps}
         else:
             end = apply(blocks, steps, X, dps=dps).end
-            scale = max(1.0, float(np.max(np.abs(end.astype(float)))))
-            estimate, work = 4 * (len(steps) + 1) * unit * scale, {}
+            estimate, work = rounding_estimate(len(steps), end, unit), {}
         error = float(np.max(np.abs(end - Y)))
     passed = error + estimate <= w.tolerance
     N, n, d = w.inputs.shape
