@@ -6,10 +6,12 @@ invariant forbids:
 * ``lm`` (default): Levenberg-Marquardt with minimum-norm steps (:mod:`verify.newton`) on the
   durations of an alternating control of ``steps_per_dim * m`` steps, started from durations
   uniform in [-scale, scale] drawn from ``default_rng([seed, restart])`` and restarted with the
-  next seed when it stalls.  Finite depth fits the layer steps of the network directly (exact
-  Jacobian, fast).  Continuous depth first fits the same control with every step split into
-  ``substeps`` Euler layers sharing its duration (cheap), then polishes the durations on the
-  exact flow with the flow's sensitivities (Newton converges from the Euler solution).
+  next seed when it stalls (one start may use at most ``start_share`` of the time budget).
+  Finite depth fits the layer steps of the network directly (exact Jacobian, fast).
+  Continuous depth first fits the same control with every step split into ``substeps`` Euler
+  layers sharing its duration (cheap), then polishes the durations on the exact flow with the
+  flow's sensitivities, after a refit on four times finer Euler layers; both polishing fits
+  try the undamped Gauss-Newton step first.
 * ``steer``: bracket steering along the path to the targets (:mod:`verify.steering`): each move
   aims a fraction of the way, Newton on the bracket coefficients realises it by commutators of
   flows; the fraction grows after a success and halves after a failure.  Measured reach is
@@ -63,6 +65,7 @@ class Settings:
     substeps: int = 8  # lm, continuous depth: Euler layers per step in the first fit
     max_iter: int = 300  # lm: Jacobians per start
     max_starts: int = 1_000_000  # lm: random starts (the time budget usually ends them first)
+    start_share: float = 0.25  # lm: largest share of the time budget one start may use
     first_fraction: float = 0.05  # first move: this fraction of the way to the targets
     min_fraction: float = 1e-4
     max_degree: int = 10
@@ -193,21 +196,23 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     while time.perf_counter() < deadline and restart < settings.max_starts:
         seed = [settings.seed, restart]
         seeds.append(seed)
+        # one start may use at most a share of the budget, so that a stalled one leaves room for others
+        start_deadline = min(deadline, time.perf_counter() + settings.start_share * settings.time_budget)
         h = np.random.default_rng(seed).uniform(-settings.scale, settings.scale, size=L)
         with np.errstate(all="ignore"):
             h, info = levenberg_marquardt(network_fit, h, tol=settings.tolerance if k == 1 else 1e-3,
-                                          max_iter=settings.max_iter, residual_only=network_residual, deadline=deadline,
+                                          max_iter=settings.max_iter, residual_only=network_residual, deadline=start_deadline,
                                           report=report)
         total_jac += info["jacobians"]
         if settings.depth == "continuous" and info["converged"]:
             # four times finer Euler layers first: the flow polish then starts within ~1e-6
             with np.errstate(all="ignore"):
                 h, info = levenberg_marquardt(lambda z: network_fit(z, 4 * k), h, tol=1e-6, max_iter=30,
-                                              residual_only=lambda z: network_residual(z, 4 * k), deadline=deadline,
+                                              residual_only=lambda z: network_residual(z, 4 * k), deadline=start_deadline,
                                               report=report, gauss_newton_first=True)
             total_jac += info["jacobians"]
             h, info = levenberg_marquardt(flow_fit, h, tol=settings.tolerance, max_iter=30,
-                                          residual_only=flow_residual, deadline=deadline, report=report,
+                                          residual_only=flow_residual, deadline=start_deadline, report=report,
                                           gauss_newton_first=True)
             total_jac += info["jacobians"]
         if info["residual"] < best[0]:
