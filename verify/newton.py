@@ -53,41 +53,32 @@ def levenberg_marquardt(
     r, J = fun(x)
     cost = float(r @ r)
     jacobians, rejected = 1, 0
-    while float(np.abs(r).max()) > tol and jacobians < max_iter and time.perf_counter() < deadline and lam < 1e12:
-        if gauss_newton_first:
-            trial = x + np.linalg.lstsq(J, -r, rcond=1e-13)[0]
-            r_new = residual_only(trial) if residual_only else fun(trial)[0]
-            new_cost = float(r_new @ r_new) if np.all(np.isfinite(r_new)) else math.inf
-            if new_cost < cost:
-                x, cost = trial, new_cost
-                r, J = fun(x)
-                jacobians += 1
-                lam = max(lam / 3, 1e-12)
-                if report:
-                    report(float(np.abs(r).max()), jacobians)
-                continue
-        scale = float(np.mean(np.sum(J * J, axis=0))) or 1.0
-        if J.shape[0] <= J.shape[1]:
-            A = J @ J.T
-            A[np.diag_indices_from(A)] += lam * scale
-            dx = J.T @ np.linalg.solve(A, -r)
-        else:
-            A = J.T @ J
-            A[np.diag_indices_from(A)] += lam * scale
-            dx = np.linalg.solve(A, -(J.T @ r))
-        trial = x + dx
+
+    def cost_at(trial: np.ndarray) -> float:
         r_new = residual_only(trial) if residual_only else fun(trial)[0]
-        new_cost = float(r_new @ r_new) if np.all(np.isfinite(r_new)) else math.inf
-        if new_cost < cost:
-            x, cost = trial, new_cost
-            r, J = fun(x)
-            jacobians += 1
-            lam = max(lam / 3, 1e-12)
-            if report:
-                report(float(np.abs(r).max()), jacobians)
+        return float(r_new @ r_new) if np.all(np.isfinite(r_new)) else math.inf
+
+    def candidates(J: np.ndarray, r: np.ndarray, lam: float):
+        if gauss_newton_first:
+            yield np.linalg.lstsq(J, -r, rcond=1e-13)[0]
+        yield _damped_step(J, r, lam)
+
+    while float(np.abs(r).max()) > tol and jacobians < max_iter and time.perf_counter() < deadline and lam < 1e12:
+        for dx in candidates(J, r, lam):
+            trial = x + dx
+            new_cost = cost_at(trial)
+            if new_cost < cost:
+                break
         else:
             rejected += 1
             lam *= 4
+            continue
+        x, cost = trial, new_cost
+        r, J = fun(x)
+        jacobians += 1
+        lam = max(lam / 3, 1e-12)
+        if report:
+            report(float(np.abs(r).max()), jacobians)
     return x, {
         "converged": bool(np.abs(r).max() <= tol),
         "residual": float(np.abs(r).max()),
@@ -95,3 +86,15 @@ def levenberg_marquardt(
         "rejected": rejected,
         "lambda": lam,
     }
+
+
+def _damped_step(J: np.ndarray, r: np.ndarray, lam: float) -> np.ndarray:
+    """The Levenberg-Marquardt step, minimum-norm when there are fewer residuals than unknowns."""
+    scale = float(np.mean(np.sum(J * J, axis=0))) or 1.0
+    if J.shape[0] <= J.shape[1]:
+        A = J @ J.T
+        A[np.diag_indices_from(A)] += lam * scale
+        return J.T @ np.linalg.solve(A, -r)
+    A = J.T @ J
+    A[np.diag_indices_from(A)] += lam * scale
+    return np.linalg.solve(A, -(J.T @ r))
