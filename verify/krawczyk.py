@@ -107,52 +107,50 @@ def _certify(blocks, layers, X, Y, free, digits, radius, centre_shift) -> dict[s
             "free_layers": free, "fixed_layers": len(layers) - len(free)}
     if len(free) != m:
         return base | {"reason": f"{len(free)} free layers for {m} equations; the Krawczyk test needs a square system"}
+    kinds = [b for b, _ in layers]
     with precision(digits):
         steps = _refine(blocks, layers, X, Y, free, digits)
-        arb = namespace("arb")
+        Xa, Ya = namespace("arb").asarray(X), namespace("arb").asarray(Y).ravel()
+
+        def network(free_values, sensitivities):
+            values = [flint.arb(h) for _, h in layers]
+            for k, i in enumerate(free):
+                values[i] = free_values[k]
+            return _apply(blocks, list(zip(kinds, values, strict=True)), Xa, sensitivities)
+
+        def exact(x):  # the midpoint of a ball, as an exact ball
+            return flint.arb(flint.arb(x).mid())
+
         # the centre: the refined steps rounded to exact binary numbers (any exact centre is valid)
-        c = [flint.arb(flint.arb(str(steps[i])).mid()) for i in free]
-        point = [flint.arb(h) for _, h in layers]
-        for k, i in enumerate(free):
-            point[i] = c[k]
-        Xa, Ya = arb.asarray(X), arb.asarray(Y).ravel()
-        G_c = _apply(blocks, list(zip([b for b, _ in layers], point, strict=True)), Xa, False).end.ravel() - Ya
-        J_mid = _apply(blocks, list(zip([b for b, _ in layers], point, strict=True)), Xa, True).d_steps[:, free]
-        mid = np.array([[float(J_mid[i, j].mid()) for j in range(m)] for i in range(m)])
+        c = [exact(str(steps[i])) for i in free]
+        res = network(c, True)
+        J_c = res.d_steps[:, free]
+        mid = np.array([[float(J_c[i, j].mid()) for j in range(m)] for i in range(m)])
         try:
             R = np.linalg.inv(mid)
         except np.linalg.LinAlgError:
             return base | {"reason": "the Jacobian of the free steps is singular in float64; choose other free layers"}
         Ra = flint.arb_mat(R.tolist())
-        RG = Ra * flint.arb_mat([[g] for g in G_c])
+        RG = Ra * flint.arb_mat([[g] for g in res.end.ravel() - Ya])
         newton = max(float(abs(RG[i, 0]).upper()) for i in range(m))
         r = max(1e6 * newton, 10.0 ** (-digits / 2)) if radius is None else float(radius)
-        shift = centre_shift * r
-        centre = [c[k] + (shift if k == 0 else 0) for k in range(m)]
-        box = list(point)
-        for k, i in enumerate(free):
-            box[i] = flint.arb(centre[k], r)
-        if shift:
-            point_s = list(point)
-            point_s[free[0]] = centre[0]
-            G_c = _apply(blocks, list(zip([b for b, _ in layers], point_s, strict=True)), Xa, False).end.ravel() - Ya
-            RG = Ra * flint.arb_mat([[g] for g in G_c])
-        J_box = _apply(blocks, list(zip([b for b, _ in layers], box, strict=True)), Xa, True).d_steps[:, free]
-        E = flint.arb_mat(m, m)
+        if centre_shift:
+            c[0] = exact(c[0] + centre_shift * r)
+            RG = Ra * flint.arb_mat([[g] for g in network(c, False).end.ravel() - Ya])
+        J_box = network([flint.arb(ck, r) for ck in c], True).d_steps[:, free]
         RJ = Ra * flint.arb_mat([[J_box[i, j] for j in range(m)] for i in range(m)])
-        for i in range(m):
-            for j in range(m):
-                E[i, j] = (1 if i == j else 0) - RJ[i, j]
+        E = [[(1 if i == j else 0) - RJ[i, j] for j in range(m)] for i in range(m)]
         unit = flint.arb(0, r)
-        K_minus_c = [-RG[i, 0] + sum((E[i, j] * unit for j in range(m)), flint.arb(0)) for i in range(m)]
+        K_minus_c = [-RG[i, 0] + sum((E[i][j] * unit for j in range(m)), flint.arb(0)) for i in range(m)]
         reach = max(float(abs(k).upper()) for k in K_minus_c)
-        contraction = max(float(sum((abs(E[i, j]) for j in range(m)), flint.arb(0)).upper()) for i in range(m))
+        contraction = max(float(sum((abs(e) for e in row), flint.arb(0)).upper()) for row in E)
         width = max(float(J_box[i, j].rad()) for i in range(m) for j in range(m))
+        centre = [float(x) for x in c]
     ok = reach < r
     return base | {
         "certified": bool(ok),
         "radius": r,
-        "centre": [float(x) for x in centre],
+        "centre": centre,
         "K_reach_over_radius": reach / r,
         "contraction_upper": contraction,
         "newton_step_upper": newton,
