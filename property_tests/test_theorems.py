@@ -95,6 +95,21 @@ def test_verify_run_json_and_determinism(tmp_path):
     a, b = json.loads(f1.read_text()), json.loads(f2.read_text())
     a.pop("timings"), b.pop("timings")
     assert a == b
+    s1, s2 = (f.parent / "summary.md" for f in (f1, f2))
+    assert s1.read_text() == s2.read_text()
+    assert s1.read_text().startswith("# Verification summary: PASS (quick profile, seed 5)")
+
+
+def test_summary_renders_a_reach_table(tmp_path):
+    from verify import summary
+
+    bench = tmp_path / "reach.json"
+    row = {"m": 8, "depth": "finite", "method": "lm", "instances": 10, "budget_s": 30.0, "success_rate": 0.4,
+           "median_time_s": 30.0, "median_depth": 80.0, "worst_replay_error": 8.7e-11}
+    bench.write_text(json.dumps({"benchmarks": [{"extra_info": row}, {"extra_info": {}}]}))
+    doc = {"profile": "quick", "seed": 1, "passed": False, "theorems": []}
+    text = summary.render(doc, summary.reach_rows(bench))
+    assert "| 8 | finite | lm | 10 | 30 | 40 % | 80 | 8.7e-11 |" in text and "FAIL" in text.splitlines()[0]
 
 
 def test_verify_run_rejects_unknown_theorems():

@@ -13,11 +13,12 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import certify, datafiles, invariants, rank, report, selfcheck, validate, witness
+from . import certify, datafiles, invariants, rank, report, selfcheck, summary, validate, witness
 from .blocks import gaussian_blocks
 from .errors import InputError, VerifyError
 
@@ -97,7 +98,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--profile", choices=["quick", "standard", "paper"], default="quick",
                    help="instance sizes and solver budgets (default quick: a few minutes on 2 cores)")
     t.add_argument("--seed", type=int, default=0, help="seed of the blocks and of every instance (default 0)")
-    t.add_argument("--out", default="reports", help="directory for verification.json (default: reports)")
+    t.add_argument("--out", default="reports",
+                   help="directory for verification.json and summary.md (default: reports)")
     t.add_argument("--json", action="store_true", help="print the report as JSON")
     t.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
@@ -158,6 +160,9 @@ def _run(args: argparse.Namespace) -> int:
     doc = report.theorem_document(args.profile, args.seed, theorems,
                                   {"theorems": seconds, "total_s": round(time.perf_counter() - t0, 3)}, precision)
     path = report.write(doc, args.out)
+    reach_json = Path(args.out) / "benchmarks" / "reach.json"
+    reach = summary.reach_rows(reach_json) if reach_json.exists() else None
+    (Path(args.out) / "summary.md").write_text(summary.render(report.plain(doc), reach), encoding="utf-8")
     if args.json:
         print(report.dumps(doc), end="")
     else:
