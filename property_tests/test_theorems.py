@@ -115,3 +115,9 @@ def test_summary_renders_a_reach_table(tmp_path):
 def test_verify_run_rejects_unknown_theorems():
     p = subprocess.run([sys.executable, "-m", "verify", "run", "--theorem", "nope"], capture_output=True, text=True)
     assert p.returncode == 2 and "invalid choice" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_cli_knows_every_registered_theorem():
+    from verify import cli
+
+    assert cli.THEOREM_NAMES == list(registry.THEOREMS)
