@@ -98,6 +98,23 @@ def test_verify_run_json_and_determinism(tmp_path):
     s1, s2 = (f.parent / "summary.md" for f in (f1, f2))
     assert s1.read_text() == s2.read_text()
     assert s1.read_text().startswith("# Verification summary: PASS (quick profile, seed 5)")
+    tex1, tex2 = (f.parent / "appendix" / "appendix.tex" for f in (f1, f2))
+    assert tex1.read_text() == tex2.read_text() and "\\toprule" in tex1.read_text()
+    # `verify appendix` regenerates the same file from the report alone
+    again = subprocess.run([sys.executable, "-m", "verify", "appendix", "--report", str(f1), "--out",
+                            str(tmp_path / "again")], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again" / "appendix.tex").read_text() == tex1.read_text()
+    assert (tmp_path / "again" / "standalone.tex").read_text().count("\\input{appendix}") == 1
+
+
+def test_verify_appendix_refuses_what_is_not_a_theorem_report(tmp_path):
+    bad = tmp_path / "r.json"
+    bad.write_text('{"schema": "verification-report/1"}')
+    for report in (bad, tmp_path / "missing.json"):
+        p = subprocess.run([sys.executable, "-m", "verify", "appendix", "--report", str(report)],
+                           capture_output=True, text=True)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
 
 
 def test_summary_renders_a_reach_table(tmp_path):

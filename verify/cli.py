@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import certify, datafiles, invariants, rank, report, selfcheck, summary, validate, witness
+from . import appendix, certify, datafiles, invariants, rank, report, selfcheck, summary, validate, witness
 from .blocks import gaussian_blocks
 from .errors import InputError, VerifyError
 
@@ -103,6 +103,13 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--json", action="store_true", help="print the report as JSON")
     t.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
+    a = sub.add_parser("appendix", help="regenerate the LaTeX appendix from an existing verification.json",
+                       description="Render appendix.tex (booktabs tables of every check; \\input it into a paper) and "
+                                   "standalone.tex (compiles on its own with pdflatex) from a report written by "
+                                   "`verify run`, without recomputing anything.")
+    a.add_argument("--report", default="reports/verification.json", help="default: reports/verification.json")
+    a.add_argument("--out", default=None, help="directory to write into (default: appendix/ next to the report)")
+
     s = sub.add_parser("selfcheck", help="run the engine's self-checks and write reports/verification.json",
                        description="Conventions and invariants of the engine measured on seeded instances.")
     s.add_argument("--seed", type=int, default=0)
@@ -163,6 +170,7 @@ def _run(args: argparse.Namespace) -> int:
     reach_json = Path(args.out) / "benchmarks" / "reach.json"
     reach = summary.reach_rows(reach_json) if reach_json.exists() else None
     (Path(args.out) / "summary.md").write_text(summary.render(report.plain(doc), reach), encoding="utf-8")
+    appendix.write(report.plain(doc), Path(args.out) / "appendix")
     if args.json:
         print(report.dumps(doc), end="")
     else:
@@ -175,6 +183,22 @@ def _run(args: argparse.Namespace) -> int:
         n_pass = sum(c["passed"] for t in theorems for c in t["checks"])
         print(f"{n_pass} of {n_checks} checks passed ({args.profile} profile, seed {args.seed}); wrote {path}")
     return EXIT_OK if doc["passed"] else EXIT_FAIL
+
+
+def _appendix(args: argparse.Namespace) -> int:
+    path = Path(args.report)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such report; run `verify run` (or `make verify`) first") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{path}: not a readable JSON report ({e})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != report.THEOREM_SCHEMA:
+        raise InputError(f"{path}: not a theorem report (schema {report.THEOREM_SCHEMA!r}); `verify run` writes one")
+    out = Path(args.out) if args.out else path.parent / "appendix"
+    written = appendix.write(doc, out)
+    print(f"wrote {', '.join(str(p) for p in written)}")
+    return EXIT_OK
 
 
 def _blocks_from(args: argparse.Namespace, d: int):
@@ -293,7 +317,8 @@ def _interpolate(args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_FAIL
 
 
-COMMANDS = {"check": _check, "interpolate": _interpolate, "rank": _rank, "run": _run, "selfcheck": _selfcheck}
+COMMANDS = {"appendix": _appendix, "check": _check, "interpolate": _interpolate, "rank": _rank, "run": _run,
+            "selfcheck": _selfcheck}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
