@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from theorems import causal, finite_depth, necessity, registry
 from theorems.instances import collection, hidden_control_targets
 from theorems.witnesses import rank_checks, refusal_check
+from verify import appendix, report
 from verify.blocks import gaussian_blocks
 from verify.results import check
 
@@ -66,14 +67,27 @@ def test_finite_depth_theorem_quick_profile(seed):
     assert any(c.certified and "Krawczyk" in c.name for c in checks)
 
 
+REACH_ROWS = [{"m": m, "depth": depth, "method": "lm", "instances": 10, "budget_s": 30.0, "success_rate": rate,
+               "median_time_s": 30.0, "median_depth": 80, "worst_replay_error": 1e-11}
+              for m, depth, rate in [(8, "finite", 0.4), (18, "finite", 0.0), (8, "continuous", 0.0)]]
+
+
 @settings(max_examples=1)
 @given(seeds)
-def test_quick_profile_passes_for_a_drawn_seed(seed):
+def test_quick_profile_passes_for_a_drawn_seed_and_renders_the_appendix(tmp_path_factory, seed):
     results, timings = registry.run(None, "quick", seed)
     failed = [(t["name"], c["name"], c["value"], c["bound"]) for t in results for c in t["checks"] if not c["passed"]]
     assert not failed, f"seed {seed}: {failed}"
     assert [t["name"] for t in results] == ["two_block", "finite_depth", "causal"]
     assert set(timings) == {"two_block", "finite_depth", "causal"}
+    doc = report.plain(report.theorem_document("quick", seed, results, {}, {}))
+    out = tmp_path_factory.mktemp("appendix")
+    appendix.write(doc, out, REACH_ROWS)
+    stems = ["fig-trajectories", "fig-singular-values", "fig-discretisation", "fig-reach"]
+    assert all((out / f"{s}.{ext}").stat().st_size > 1000 for s in stems for ext in ("pdf", "png"))
+    tex = (out / "appendix.tex").read_text()
+    assert all(f"\\includegraphics[width=0.7\\linewidth]{{{s}.pdf}}" in tex for s in stems)
+    assert f"Seed {seed}, quick profile." in tex
 
 
 def _run_cli(tmp_path, name):
@@ -100,6 +114,9 @@ def test_verify_run_json_and_determinism(tmp_path):
     assert s1.read_text().startswith("# Verification summary: PASS (quick profile, seed 5)")
     tex1, tex2 = (f.parent / "appendix" / "appendix.tex" for f in (f1, f2))
     assert tex1.read_text() == tex2.read_text() and "\\toprule" in tex1.read_text()
+    for ext in ("pdf", "png"):  # figures are byte-identical too (no creation dates)
+        a_fig, b_fig = (f.parent / "appendix" / f"fig-discretisation.{ext}" for f in (f1, f2))
+        assert a_fig.read_bytes() == b_fig.read_bytes()
     # `verify appendix` regenerates the same file from the report alone
     again = subprocess.run([sys.executable, "-m", "verify", "appendix", "--report", str(f1), "--out",
                             str(tmp_path / "again")], capture_output=True, text=True)
@@ -111,8 +128,8 @@ def test_verify_run_json_and_determinism(tmp_path):
 def test_verify_appendix_refuses_what_is_not_a_theorem_report(tmp_path):
     bad = tmp_path / "r.json"
     bad.write_text('{"schema": "verification-report/1"}')
-    for report in (bad, tmp_path / "missing.json"):
-        p = subprocess.run([sys.executable, "-m", "verify", "appendix", "--report", str(report)],
+    for path in (bad, tmp_path / "missing.json"):
+        p = subprocess.run([sys.executable, "-m", "verify", "appendix", "--report", str(path)],
                            capture_output=True, text=True)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
 

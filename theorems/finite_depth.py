@@ -88,7 +88,7 @@ def discretisation_checks(label: str, blocks, X, seed: int, steps: int, duration
     control = [(k % 2, float(t)) for k, t in enumerate(g.uniform(-duration, duration, size=steps))]
     X = X * (RADIUS / norm(X))  # the bound grows like exp(Lip T), Lip ~ ||V|| (1 + 4 beta ||Q^T K|| R^2)
     exact = flow(blocks, control, X, dps=30).end.astype(float)
-    errors, hs, out = [], [], []
+    errors, hs, bounds, out = [], [], [], []
     for k in LADDER:
         layers = control_to_network(control, k)
         end = apply(blocks, layers, X).end
@@ -97,6 +97,7 @@ def discretisation_checks(label: str, blocks, X, seed: int, steps: int, duration
         h = max(abs(t) for _, t in control) / k
         errors.append(err)
         hs.append(h)
+        bounds.append(bound)
         out.append(check(f"Euler error <= derived bound, h = {h:.3g} [{label}]", err, bound,
                          "Lipschitz/Gronwall recursion of verify.discretisation along the layers "
                          "+ float64 rounding estimate 4 (L+1) u max|x|",
@@ -104,7 +105,7 @@ def discretisation_checks(label: str, blocks, X, seed: int, steps: int, duration
     order = fitted_order(hs, errors)
     out.append(check(f"fitted order of the splitting is 1 [{label}]", abs(order - 1.0), ORDER_TOLERANCE,
                      "explicit Euler is first order; 0.1 allows pre-asymptotic terms", order=order,
-                     h=hs, errors=errors))
+                     h=hs, errors=errors, bounds=bounds, control=control))
     return out
 
 

@@ -20,7 +20,10 @@ import numpy as np
 from verify import certify, rank, witness
 from verify.blocks import Block
 from verify.errors import InputError
+from verify.flow import flow
+from verify.hall import basis, degree
 from verify.invariants import check_admissible, predicted_rank
+from verify.network import apply
 from verify.results import Check, check
 from verify.solver import Settings, solve
 
@@ -37,6 +40,8 @@ def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray, *, expected:
     M = res.pop("matrix")
     details = {k: res[k] for k in ("dimension", "rank", "expected_rank", "min_degree", "max_degree", "sigma_min",
                                    "gap", "decided_by")}
+    details["sigma_by_degree"] = _sigma_by_degree(np.asarray(M, dtype=float) / np.asarray(res["scales"], dtype=float),
+                                                  res["max_degree"])
     origin = ("exact prediction from the invariants (verify.invariants); rank decided in "
               f"{res['decided_by']} against the noise model of verify.rank")
     out = [check(f"bracket rank equals prediction [{label}]", abs(res["rank"] - (prediction if prediction is not None
@@ -52,6 +57,23 @@ def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray, *, expected:
     return out
 
 
+def _sigma_by_degree(S: np.ndarray, K: int) -> dict[str, list[float]]:
+    """float64 singular values of the degree-scaled columns of degree <= k, for k = 1..K (for the
+    appendix's figure; the rank decision itself is rank.analyse's)."""
+    degs = np.array([degree(w) for w in basis(K)])
+    return {str(k): [float(v) for v in np.linalg.svd(S[:, degs <= k], compute_uv=False)] for k in range(1, K + 1)}
+
+
+def trajectory(blocks: Sequence[Block], X: np.ndarray, steps, depth: str, per_step: int = 4) -> list:
+    """States along a control (each step cut into ``per_step`` pieces) or network (each layer)."""
+    states, Z = [X], X
+    for b, t in steps:
+        for _ in range(per_step if depth == "continuous" else 1):
+            Z = flow(blocks, [(b, t / per_step)], Z).end if depth == "continuous" else apply(blocks, [(b, t)], Z).end
+            states.append(Z)
+    return np.asarray(states).tolist()
+
+
 def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, depth: str,
                    settings: Settings, progress: Callable[[str], None] | None = None) -> tuple[list[Check], object]:
     """Solve, replay in float64, write the witness and replay it at 40 digits."""
@@ -59,6 +81,8 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
     unit = "layers" if depth == "finite" else "steps"
     info = {"depth": sol.depth, "unit": unit, "total_duration": sol.total_duration, "starts": sol.moves,
             "message": sol.message}
+    if sol.success and X.shape[2] == 2:
+        info["trajectory"] = trajectory(blocks, X, sol.steps, depth)  # for the appendix's figure
     out = [check(f"{'network' if depth == 'finite' else 'control'} reaches the targets, float64 replay [{label}]",
                  sol.error, settings.tolerance, "the solver's tolerance", **info)]
     if sol.success:

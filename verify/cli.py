@@ -170,7 +170,7 @@ def _run(args: argparse.Namespace) -> int:
     reach_json = Path(args.out) / "benchmarks" / "reach.json"
     reach = summary.reach_rows(reach_json) if reach_json.exists() else None
     (Path(args.out) / "summary.md").write_text(summary.render(report.plain(doc), reach), encoding="utf-8")
-    appendix.write(report.plain(doc), Path(args.out) / "appendix")
+    appendix.write(report.plain(doc), Path(args.out) / "appendix", reach)
     if args.json:
         print(report.dumps(doc), end="")
     else:
@@ -196,7 +196,8 @@ def _appendix(args: argparse.Namespace) -> int:
     if not isinstance(doc, dict) or doc.get("schema") != report.THEOREM_SCHEMA:
         raise InputError(f"{path}: not a theorem report (schema {report.THEOREM_SCHEMA!r}); `verify run` writes one")
     out = Path(args.out) if args.out else path.parent / "appendix"
-    written = appendix.write(doc, out)
+    reach_json = path.parent / "benchmarks" / "reach.json"
+    written = appendix.write(doc, out, summary.reach_rows(reach_json) if reach_json.exists() else None)
     print(f"wrote {', '.join(str(p) for p in written)}")
     return EXIT_OK
 
