@@ -211,9 +211,10 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
                                               residual_only=lambda z: network_residual(z, 4 * k), deadline=start_deadline,
                                               report=report, gauss_newton_first=True)
             total_jac += info["jacobians"]
-            h, info = levenberg_marquardt(flow_fit, h, tol=settings.tolerance, max_iter=30,
-                                          residual_only=flow_residual, deadline=start_deadline, report=report,
-                                          gauss_newton_first=True)
+            with np.errstate(all="ignore"):  # overflowing trial steps are rejected, not reported
+                h, info = levenberg_marquardt(flow_fit, h, tol=settings.tolerance, max_iter=30,
+                                              residual_only=flow_residual, deadline=start_deadline, report=report,
+                                              gauss_newton_first=True)
             total_jac += info["jacobians"]
         if info["residual"] < best[0]:
             best = (info["residual"], h)
