@@ -99,7 +99,7 @@ def parser() -> argparse.ArgumentParser:
                    help="instance sizes and solver budgets (default quick: a few minutes on 2 cores)")
     t.add_argument("--seed", type=int, default=0, help="seed of the blocks and of every instance (default 0)")
     t.add_argument("--out", default="reports",
-                   help="directory for verification.json and summary.md (default: reports)")
+                   help="directory for verification.json, summary.md and appendix/ (default: reports)")
     t.add_argument("--json", action="store_true", help="print the report as JSON")
     t.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
@@ -162,13 +162,12 @@ def _run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     theorems, seconds = registry.run(args.theorem, args.profile, args.seed, progress)
     precision = {"working": "float64", "replay_digits": 40, "rank_escalation_digits": list(rank.ESCALATION),
-                 "certificates": "Arb ball arithmetic (python-flint): bracket rank at 30 digits, Krawczyk at 50; "
-                                 "gl(d) exactly over Q"}
+                 "certificates": f"Arb ball arithmetic (python-flint): bracket rank at {certify.DEFAULT_DIGITS} "
+                                 "digits, Krawczyk at 50 to 400 digits (escalating); gl(d) exactly over Q"}
     doc = report.theorem_document(args.profile, args.seed, theorems,
                                   {"theorems": seconds, "total_s": round(time.perf_counter() - t0, 3)}, precision)
     path = report.write(doc, args.out)
-    reach_json = Path(args.out) / "benchmarks" / "reach.json"
-    reach = summary.reach_rows(reach_json) if reach_json.exists() else None
+    reach = _reach_rows(Path(args.out))
     (Path(args.out) / "summary.md").write_text(summary.render(report.plain(doc), reach), encoding="utf-8")
     appendix.write(report.plain(doc), Path(args.out) / "appendix", reach)
     if args.json:
@@ -185,6 +184,12 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK if doc["passed"] else EXIT_FAIL
 
 
+def _reach_rows(reports: Path) -> list | None:
+    """The reach table of REPORTS/benchmarks/reach.json (written by `make reach`), if there is one."""
+    path = reports / "benchmarks" / "reach.json"
+    return summary.reach_rows(path) if path.exists() else None
+
+
 def _appendix(args: argparse.Namespace) -> int:
     path = Path(args.report)
     try:
@@ -196,8 +201,7 @@ def _appendix(args: argparse.Namespace) -> int:
     if not isinstance(doc, dict) or doc.get("schema") != report.THEOREM_SCHEMA:
         raise InputError(f"{path}: not a theorem report (schema {report.THEOREM_SCHEMA!r}); `verify run` writes one")
     out = Path(args.out) if args.out else path.parent / "appendix"
-    reach_json = path.parent / "benchmarks" / "reach.json"
-    written = appendix.write(doc, out, summary.reach_rows(reach_json) if reach_json.exists() else None)
+    written = appendix.write(doc, out, _reach_rows(path.parent))
     print(f"wrote {', '.join(str(p) for p in written)}")
     return EXIT_OK
 
