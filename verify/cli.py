@@ -167,9 +167,9 @@ def _run(args: argparse.Namespace) -> int:
     doc = report.theorem_document(args.profile, args.seed, theorems,
                                   {"theorems": seconds, "total_s": round(time.perf_counter() - t0, 3)}, precision)
     path = report.write(doc, args.out)
-    reach = _reach_rows(Path(args.out))
-    (Path(args.out) / "summary.md").write_text(summary.render(report.plain(doc), reach), encoding="utf-8")
-    appendix.write(report.plain(doc), Path(args.out) / "appendix", reach)
+    reach, rendered = _reach_rows(Path(args.out)), report.plain(doc)
+    (Path(args.out) / "summary.md").write_text(summary.render(rendered, reach), encoding="utf-8")
+    appendix.write(rendered, Path(args.out) / "appendix", reach)
     if args.json:
         print(report.dumps(doc), end="")
     else:
