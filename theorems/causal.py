@@ -38,7 +38,7 @@ from verify.results import Check, check
 from verify.solver import Settings
 
 from .instances import causal_targets, collection, hidden_control_targets, rng
-from .witnesses import control_checks, rank_checks, refusal_check
+from .witnesses import HP_DIGITS, control_checks, rank_checks, refusal_check
 
 NAME = "causal"
 TITLE = "Causal masking: linear first tokens, the rank formula, compatible data"
@@ -52,7 +52,6 @@ HYPOTHESES = [
     "blocks: Q, K, V with i.i.d. N(0, 1/d) entries, causal mask",
     "targets: first tokens y_1 = G x_1 with det G > 0, shared prefixes kept",
 ]
-HP_DIGITS = 40
 EPS = 2.0**-52
 
 PROFILES = {

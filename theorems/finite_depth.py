@@ -17,7 +17,7 @@ What is checked:
 3. Discretisation (:mod:`verify.discretisation`): for a seeded continuous control on the
    inputs rescaled to largest token norm 1/2 (the bound grows like exp(Lip T) with
    Lip ~ ||V|| (1 + 4 beta ||Q^T K|| R^2): it is informative for R T of order one, astronomically
-   loose beyond), the distance between the exact flow (Taylor integrator, error estimate ~1e-14) and
+   loose beyond), the distance between the exact flow (Taylor integrator at 30 digits) and
    its splitting into layers of step h is at most the derived bound, on a ladder of h; the
    fitted order is 1 (|slope - 1| <= 0.1: first-order method, pre-asymptotic terms of relative
    size h); the slack bound / error is reported.
