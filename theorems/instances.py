@@ -61,7 +61,7 @@ def hidden_control_targets(blocks: Sequence[Block], X: np.ndarray, seed: int, de
 
 
 def random_G(seed: int, d: int, sign: int = 1) -> np.ndarray:
-    """A random d x d matrix with sign(det G) = sign (rows swapped when needed)."""
+    """A random d x d matrix with sign(det G) = sign (first row negated when needed)."""
     G = rng(seed, "G", d, sign).normal(size=(d, d))
     if np.sign(np.linalg.det(G)) != sign:
         G[[0]] *= -1
