@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SEED   ?= 0
 
-.PHONY: setup verify test test-thorough bench reach lint clean
+.PHONY: setup setup-tex verify test test-thorough bench reach lint clean
 
 setup: $(STAMP)
 
@@ -14,6 +14,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
+
+# pdflatex for compiling the appendix (optional: the compile test is skipped without it); needs root and apt-get
+setup-tex:
+	command -v pdflatex >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	  --no-install-recommends texlive-latex-base texlive-latex-recommended texlive-fonts-recommended >/dev/null; }
 
 PROFILE ?= standard
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,6 +90,29 @@ def test_quick_profile_passes_for_a_drawn_seed_and_renders_the_appendix(tmp_path
     tex = (out / "appendix.tex").read_text()
     assert all(f"\\includegraphics[width=0.7\\linewidth]{{{s}.pdf}}" in tex for s in stems)
     assert f"Seed {seed}, quick profile." in tex
+    if shutil.which("pdflatex"):  # CI installs TeX where it can (.ci/run); the full appendix must compile
+        _compile(out)
+
+
+def _compile(directory):
+    p = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "standalone.tex"],
+                       cwd=directory, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-2000:]
+    assert (directory / "standalone.pdf").stat().st_size > 1000
+
+
+@pytest.mark.skipif(not shutil.which("pdflatex"), reason="pdflatex not installed (.ci/run installs it with apt-get)")
+def test_appendix_with_every_latex_special_character_compiles(tmp_path):
+    nasty = "a_b & 50% #1 $x$ {y} ~ ^ \\ ||I - R A||_F < 1 > 0"
+    doc = {"profile": "quick", "seed": 1, "passed": False, "theorems": [{
+        "name": "t", "title": nasty, "latex": "$x \\in \\mathbb{R}^d$", "passed": False,
+        "checks": [{"name": nasty, "value": 1e-300, "bound": float("inf"), "passed": False,
+                    "certified": True, "origin": nasty}]}]}
+    (tmp_path / "appendix.tex").write_text(appendix.render(doc))
+    (tmp_path / "standalone.tex").write_text(appendix.STANDALONE)
+    _compile(tmp_path)
+    log = (tmp_path / "standalone.log").read_text(errors="replace")
+    assert "Missing character" not in log
 
 
 def _run_cli(tmp_path, name):

@@ -18,11 +18,14 @@ True
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+            # in the default OT1 text font these three print as an em dash and inverted ! and ?
+            "|": r"\textbar{}", "<": r"\textless{}", ">": r"\textgreater{}"}
 
 
 def escape(text: Any) -> str:
@@ -30,11 +33,14 @@ def escape(text: Any) -> str:
     return "".join(_SPECIAL.get(ch, ch) for ch in str(text))
 
 
+_NON_FINITE = {"inf": r"$\infty$", "-inf": r"$-\infty$", "nan": "NaN"}  # as report.plain writes them
+
+
 def _number(x: Any) -> str:
-    if isinstance(x, (int, float)):
+    if isinstance(x, (int, float)) and math.isfinite(x):
         mant, _, exp = f"{x:.2e}".partition("e")
         return f"${mant}\\times 10^{{{int(exp)}}}$" if x != 0 else "$0$"
-    return escape(x)
+    return _NON_FINITE.get(str(x), escape(x))
 
 
 def render(doc: dict[str, Any], figures: list[tuple[str, str]] = ()) -> str:
