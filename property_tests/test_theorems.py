@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theorems import causal, finite_depth, necessity, registry
+from theorems import causal, finite_depth, necessity, reach, registry
 from theorems.instances import collection, hidden_control_targets
 from theorems.witnesses import rank_checks, refusal_check
 from verify import appendix, report
@@ -69,22 +69,31 @@ def test_finite_depth_theorem_quick_profile(seed):
     assert any(c.certified and "Krawczyk" in c.name for c in checks)
 
 
-REACH_ROWS = [{"m": m, "depth": depth, "method": "lm", "instances": 10, "budget_s": 30.0, "success_rate": rate,
-               "median_time_s": 30.0, "median_depth": 80, "worst_replay_error": 1e-11}
-              for m, depth, rate in [(8, "finite", 0.4), (18, "finite", 0.0), (8, "continuous", 0.0)]]
+TINY = {"sizes": (4,), "instances": 2, "starts": 1, "jacobians": 20}
+
+
+def test_reach_rows_are_deterministic_and_their_successes_replay():
+    rows, seconds = reach.measure(TINY, 3)
+    assert [(r["m"], r["depth"]) for r in rows] == [(4, "finite"), (4, "continuous")] and len(seconds) == 2
+    for r in rows:
+        assert 0 <= r["success_rate"] <= 1 and r["instances"] == 2
+        assert (r["worst_replay_error"] is None) == (r["success_rate"] == 0)
+        assert r["worst_replay_error"] is None or r["worst_replay_error"] <= 1e-10
+    assert reach.measure(TINY, 3)[0] == rows  # a work budget, not a clock: the same rows again
 
 
 @settings(max_examples=1)
 @given(seeds)
 def test_quick_profile_passes_for_a_drawn_seed_and_renders_the_appendix(tmp_path_factory, seed):
     results, timings = registry.run(None, "quick", seed)
+    rows, _ = reach.measure(TINY, seed)
     failed = [(t["name"], c["name"], c["value"], c["bound"]) for t in results for c in t["checks"] if not c["passed"]]
     assert not failed, f"seed {seed}: {failed}"
     assert [t["name"] for t in results] == ["two_block", "finite_depth", "causal"]
     assert set(timings) == {"two_block", "finite_depth", "causal"}
-    doc = report.plain(report.theorem_document("quick", seed, results, {}, {}))
+    doc = report.plain(report.theorem_document("quick", seed, results, {}, {}, rows))
     out = tmp_path_factory.mktemp("appendix")
-    appendix.write(doc, out, REACH_ROWS)
+    appendix.write(doc, out)
     stems = ["fig-trajectories", "fig-singular-values", "fig-discretisation", "fig-reach"]
     assert all((out / f"{s}.{ext}").stat().st_size > 1000 for s in stems for ext in ("pdf", "png"))
     tex = (out / "appendix.tex").read_text()
@@ -159,16 +168,20 @@ def test_verify_appendix_refuses_what_is_not_a_theorem_report(tmp_path):
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
 
 
-def test_summary_renders_a_reach_table(tmp_path):
+def test_summary_renders_the_benchmark_tables(tmp_path):
     from verify import summary
 
     bench = tmp_path / "reach.json"
     row = {"m": 8, "depth": "finite", "method": "lm", "instances": 10, "budget_s": 30.0, "success_rate": 0.4,
            "median_time_s": 30.0, "median_depth": 80.0, "worst_replay_error": 8.7e-11}
-    bench.write_text(json.dumps({"benchmarks": [{"extra_info": row}, {"extra_info": {}}]}))
+    timed = [{"group": "flow m=8", "name": f"test_flow[{k}]", "stats": {"median": t}, "extra_info": {}}
+             for k, t in (("taylor", 0.03), ("baseline-dop853", 0.02))]
+    bench.write_text(json.dumps({"benchmarks": [{"extra_info": row}, *timed]}))
     doc = {"profile": "quick", "seed": 1, "passed": False, "theorems": []}
-    text = summary.render(doc, summary.reach_rows(bench))
+    text = summary.render(doc, summary.reach_rows(bench), summary.performance_rows(bench))
     assert "| 8 | finite | lm | 10 | 30 | 40 % | 80 | 8.7e-11 |" in text and "FAIL" in text.splitlines()[0]
+    assert "| flow m=8 | test_flow[taylor] | 0.03 | 1.5 |" in text
+    assert "Not measured in this run" in text
 
 
 def test_verify_run_rejects_unknown_theorems():

@@ -82,13 +82,13 @@ STANDALONE = r"""\documentclass[11pt]{article}
 """
 
 
-def write(doc: dict[str, Any], directory: str | Path, reach_rows: list[dict[str, Any]] | None = None) -> list[Path]:
+def write(doc: dict[str, Any], directory: str | Path) -> list[Path]:
     """Write the figures, appendix.tex and standalone.tex into ``directory``; returns the .tex paths."""
     from . import figures
 
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    made = figures.write(doc, d, reach_rows)
+    made = figures.write(doc, d)
     paths = [d / "appendix.tex", d / "standalone.tex"]
     paths[0].write_text(render(doc, made), encoding="utf-8")
     paths[1].write_text(STANDALONE, encoding="utf-8")

@@ -100,6 +100,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0, help="seed of the blocks and of every instance (default 0)")
     t.add_argument("--out", default="reports",
                    help="directory for verification.json, summary.md and appendix/ (default: reports)")
+    t.add_argument("--no-reach", action="store_true",
+                   help="skip the solver-reach measurement on Gaussian targets (skipped anyway with --theorem)")
     t.add_argument("--json", action="store_true", help="print the report as JSON")
     t.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
@@ -161,15 +163,22 @@ def _run(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     theorems, seconds = registry.run(args.theorem, args.profile, args.seed, progress)
+    timings: dict = {"theorems": seconds}
+    reach_rows = None
+    if not (args.theorem or args.no_reach):
+        from theorems import reach
+
+        reach_rows, timings["reach"] = reach.measure(args.profile, args.seed, progress)
     precision = {"working": "float64", "replay_digits": 40, "rank_escalation_digits": list(rank.ESCALATION),
                  "certificates": f"Arb ball arithmetic (python-flint): bracket rank at {certify.DEFAULT_DIGITS} "
                                  "digits, Krawczyk at 50 to 400 digits (escalating); gl(d) exactly over Q"}
     doc = report.theorem_document(args.profile, args.seed, theorems,
-                                  {"theorems": seconds, "total_s": round(time.perf_counter() - t0, 3)}, precision)
+                                  timings | {"total_s": round(time.perf_counter() - t0, 3)}, precision, reach_rows)
     path = report.write(doc, args.out)
-    reach, rendered = _reach_rows(Path(args.out)), report.plain(doc)
-    (Path(args.out) / "summary.md").write_text(summary.render(rendered, reach), encoding="utf-8")
-    appendix.write(rendered, Path(args.out) / "appendix", reach)
+    rendered = report.plain(doc)
+    (Path(args.out) / "summary.md").write_text(summary.render(rendered, *_benchmark_rows(Path(args.out))),
+                                               encoding="utf-8")
+    appendix.write(rendered, Path(args.out) / "appendix")
     if args.json:
         print(report.dumps(doc), end="")
     else:
@@ -184,10 +193,12 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK if doc["passed"] else EXIT_FAIL
 
 
-def _reach_rows(reports: Path) -> list | None:
-    """The reach table of REPORTS/benchmarks/reach.json (written by `make reach`), if there is one."""
-    path = reports / "benchmarks" / "reach.json"
-    return summary.reach_rows(path) if path.exists() else None
+def _benchmark_rows(reports: Path) -> tuple[list | None, list | None]:
+    """Rows of REPORTS/benchmarks/reach.json (`make reach`) and latest.json (`make bench`), where present."""
+    bench = reports / "benchmarks"
+    reach, latest = bench / "reach.json", bench / "latest.json"
+    return (summary.reach_rows(reach) if reach.exists() else None,
+            summary.performance_rows(latest) if latest.exists() else None)
 
 
 def _appendix(args: argparse.Namespace) -> int:
@@ -201,7 +212,7 @@ def _appendix(args: argparse.Namespace) -> int:
     if not isinstance(doc, dict) or doc.get("schema") != report.THEOREM_SCHEMA:
         raise InputError(f"{path}: not a theorem report (schema {report.THEOREM_SCHEMA!r}); `verify run` writes one")
     out = Path(args.out) if args.out else path.parent / "appendix"
-    written = appendix.write(doc, out, _reach_rows(path.parent))
+    written = appendix.write(doc, out)
     print(f"wrote {', '.join(str(p) for p in written)}")
     return EXIT_OK
 

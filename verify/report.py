@@ -14,8 +14,14 @@ Two versioned schemas.  ``verification-report/1`` (engine self-checks, ``verify 
      "precision": {...},
      "theorems": [{"name", "title", "statement", "latex", "hypotheses", "profile_settings",
                    "passed", "checks": [check, ...]}, ...],
+     "reach": [{"m", "shape", "depth", "method", "instances", "budget", "success_rate",
+                "median_jacobians", "median_depth", "worst_replay_error"}, ...] or null,
      "versions": {...},
-     "timings": {"theorems": {name: seconds}, "total_s": ..., "machine": {...}}}
+     "timings": {"theorems": {name: seconds}, "reach": [seconds per row], "total_s": ...,
+                 "machine": {...}}}
+
+``reach`` is the solver measured on independent Gaussian targets (:mod:`theorems.reach`), with
+budgets counted in Jacobians so that it is deterministic; null when the run skipped it.
 
 Non-finite numbers are written as the strings "inf", "-inf", "nan" (JSON has no infinities).
 
@@ -66,7 +72,7 @@ def document(suite: str, seed: int, checks: list[Check], timings: dict[str, Any]
 
 
 def theorem_document(profile: str, seed: int, theorems: list[dict[str, Any]], timings: dict[str, Any],
-                     precision: dict[str, Any]) -> dict[str, Any]:
+                     precision: dict[str, Any], reach: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {
         "schema": THEOREM_SCHEMA,
         "suite": "theorems",
@@ -77,6 +83,7 @@ def theorem_document(profile: str, seed: int, theorems: list[dict[str, Any]], ti
                    "numpy.random.default_rng(seed), in that order (verify.blocks.gaussian_blocks)"},
         "precision": precision,
         "theorems": theorems,
+        "reach": reach,
         "versions": versions(),
         "timings": timings | {"machine": {"platform": platform.platform(), "processor": platform.processor(),
                                           "python": platform.python_version()}},

@@ -3,8 +3,9 @@
 Renders only what the report holds (no recomputation), and nothing from its ``timings``
 section, so two runs with the same seed give identical summaries: a verdict per theorem, each
 theorem's statement and a table of its checks (value, bound, verdict, certified, origin of the
-bound), and the solver's reach when a reach benchmark JSON (pytest-benchmark, written by
-``make reach``) is given.
+bound), the solver's reach measured in the run (work budget), and, when their pytest-benchmark
+JSON files are given, the wall-clock reach table (``make reach``) and the performance ratios
+(``make bench``); those two come from files outside the report, so they change only with them.
 
 >>> doc = {"profile": "quick", "seed": 0, "passed": True, "theorems": [{"name": "t", "title": "T",
 ...        "statement": "S.", "passed": True, "checks": [{"name": "c", "value": 0.0, "bound": 1.0,
@@ -28,14 +29,37 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|")
 
 
+def _benchmarks(benchmark_json: str | Path) -> list[dict[str, Any]]:
+    return json.loads(Path(benchmark_json).read_text(encoding="utf-8")).get("benchmarks", [])
+
+
 def reach_rows(benchmark_json: str | Path) -> list[dict[str, Any]]:
     """The ``extra_info`` of every reach benchmark in a pytest-benchmark JSON file."""
-    data = json.loads(Path(benchmark_json).read_text(encoding="utf-8"))
-    return [b["extra_info"] for b in data.get("benchmarks", []) if "success_rate" in b.get("extra_info", {})]
+    return [b["extra_info"] for b in _benchmarks(benchmark_json) if "success_rate" in b.get("extra_info", {})]
 
 
-def render(doc: dict[str, Any], reach: list[dict[str, Any]] | None = None) -> str:
-    """Markdown summary of a theorem report (and of a reach table, when given)."""
+def performance_rows(benchmark_json: str | Path) -> list[dict[str, Any]]:
+    """Group, name and median seconds of every timed benchmark, with its ratio to the group's
+    baseline (the benchmark whose name contains ``baseline``; None when the group has none).
+
+    >>> import tempfile, os
+    >>> bench = {"benchmarks": [{"group": "g", "name": "t[ours]", "stats": {"median": 1.0}},
+    ...                         {"group": "g", "name": "t[baseline-x]", "stats": {"median": 4.0}}]}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = open(os.path.join(d, "b.json"), "w").write(json.dumps(bench))
+    ...     [r["ratio"] for r in performance_rows(os.path.join(d, "b.json"))]
+    [0.25, 1.0]
+    """
+    rows = [{"group": b["group"], "name": b["name"], "median_s": b["stats"]["median"]}
+            for b in _benchmarks(benchmark_json) if "success_rate" not in b.get("extra_info", {})]
+    base = {r["group"]: r["median_s"] for r in rows if "baseline" in r["name"]}
+    return [r | {"ratio": r["median_s"] / base[r["group"]] if r["group"] in base else None} for r in rows]
+
+
+def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = None,
+           performance: list[dict[str, Any]] | None = None) -> str:
+    """Markdown summary of a theorem report, with the wall-clock reach table (``make reach``) and
+    the performance table (``make bench``) when their benchmark JSON rows are given."""
     verdict = "PASS" if doc["passed"] else "FAIL"
     out = [f"# Verification summary: {verdict} ({doc['profile']} profile, seed {doc['seed']})", ""]
     out += ["| theorem | verdict | checks passed | certified checks |", "|---|---|---|---|"]
@@ -51,14 +75,34 @@ def render(doc: dict[str, Any], reach: list[dict[str, Any]] | None = None) -> st
             out.append(f"| {_cell(c['name'])} | {_number(c['value'])} | {_number(c['bound'])} | "
                        f"{'pass' if c['passed'] else 'FAIL'} | {'yes' if c['certified'] else 'no'} | "
                        f"{_cell(c['origin'])} |")
-    out += ["", "## Solver reach", ""]
-    if reach:
-        out += ["| N n d | depth | method | instances | budget (s) | solved | median depth | worst replay error |",
+    out += ["", "## Solver reach on independent Gaussian targets", ""]
+    if doc.get("reach"):
+        out += ["Measured in this run with a work budget (the same on every machine); "
+                "see `theorems/reach.py`.", "",
+                "| N n d | shape | depth | instances | budget | solved | median Jacobians | median depth | "
+                "worst replay error |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in doc["reach"]:
+            out.append(f"| {r['m']} | {tuple(r['shape'])} | {r['depth']} | {r['instances']} | {r['budget']} | "
+                       f"{round(100 * r['success_rate'])} % | {_number(r['median_jacobians'])} | "
+                       f"{_number(r['median_depth'])} | {_number(r['worst_replay_error'])} |")
+    else:
+        out.append("Not measured in this run (`verify run` skips it with --theorem or --no-reach).")
+    if benchmark_reach:
+        out += ["", "Wall-clock reach table from `reports/benchmarks/reach.json` (`make reach`):", "",
+                "| N n d | depth | method | instances | budget (s) | solved | median depth | worst replay error |",
                 "|---|---|---|---|---|---|---|---|"]
-        for r in sorted(reach, key=lambda r: (r["m"], r["depth"], r["method"])):
+        for r in sorted(benchmark_reach, key=lambda r: (r["m"], r["depth"], r["method"])):
             out.append(f"| {r['m']} | {r['depth']} | {r['method']} | {r['instances']} | {_number(r['budget_s'])} | "
                        f"{round(100 * r['success_rate'])} % | {_number(r['median_depth'])} | "
                        f"{_number(r['worst_replay_error'])} |")
+    out += ["", "## Performance", ""]
+    if performance:
+        out += ["From `reports/benchmarks/latest.json` (`make bench`); ratio = median time over the median "
+                "of the named baseline in the same group and run.", "",
+                "| group | benchmark | median (s) | ratio to baseline |", "|---|---|---|---|"]
+        for r in performance:
+            ratio = "" if r["ratio"] is None else f"{r['ratio']:.3g}"
+            out.append(f"| {_cell(r['group'])} | {_cell(r['name'])} | {r['median_s']:.3g} | {ratio} |")
     else:
-        out.append("No reach benchmark in this report set (run `make reach`; see README for the last measured table).")
+        out.append("No benchmark JSON in this report set (run `make bench`).")
     return "\n".join(out) + "\n"

@@ -95,7 +95,8 @@ def test_sensitivities_baseline_scipy_dop853(benchmark, m):
     benchmark(dop853_sensitivities, blocks, CONTROL, X)
 
 
-@pytest.mark.parametrize("element", ["mpmath", "mpmath-pure"])
+@pytest.mark.parametrize("element", [pytest.param("mpmath", id="mpmath"),
+                                     pytest.param("mpmath-pure", id="baseline-mpmath-pure")])
 def test_high_precision_flow_30_digits(benchmark, element):
     blocks, X = instance(8)
     benchmark.group = "30-digit flow m=8 (mpmath = MPFR elements, mpmath-pure = mpf elements)"

@@ -1,8 +1,8 @@
 """The reach table: the solver on random Gaussian instances, against a plain LM baseline.
 
-Instances: inputs and targets i.i.d. N(0, 1) of shape (N, n, d) for m = N n d in
-``REACH_SIZES`` (default 8,18,32,64,128), blocks from the instance's seed, ``REACH_INSTANCES``
-(default 10) per size, ``REACH_BUDGET`` seconds each (default 60).  For each (m, depth,
+Instances: those of :func:`theorems.reach.instance` (inputs and targets i.i.d. N(0, 1), the
+blocks drawn with them) for m = N n d in ``REACH_SIZES`` (default 8,18,32,64,128),
+``REACH_INSTANCES`` (default 10) per size, ``REACH_BUDGET`` seconds each (default 60).  For each (m, depth,
 method) one benchmark round runs every instance and stores in ``extra_info``: success rate,
 median time, median depth, worst replay error of the successes.  ``lm`` restarts until the
 budget is spent; the ``plain-lm`` baseline is one start of 300 Jacobians.  A full table takes
@@ -18,10 +18,9 @@ import time
 import numpy as np
 import pytest
 
-from verify.blocks import gaussian_blocks
+from theorems.reach import instance
 from verify.solver import Settings, replay_error, solve
 
-SHAPES = {8: (2, 2, 2), 18: (3, 3, 2), 32: (4, 4, 2), 64: (8, 4, 2), 128: (16, 4, 2)}
 SIZES = [int(s) for s in os.environ.get("REACH_SIZES", "8,18,32,64,128").split(",")]
 INSTANCES = int(os.environ.get("REACH_INSTANCES", "10"))
 BUDGET = float(os.environ.get("REACH_BUDGET", "60"))
@@ -32,12 +31,9 @@ METHODS = {
 
 
 def reach(m: int, depth: str, method: str) -> dict:
-    N, n, d = SHAPES[m]
     results = []
     for inst in range(INSTANCES):
-        rng = np.random.default_rng([m, inst])
-        X, Y = rng.normal(size=(N, n, d)), rng.normal(size=(N, n, d))
-        blocks = gaussian_blocks(10_000 + inst, d)
+        X, Y, blocks = instance(m, inst)
         settings = Settings(depth=depth, time_budget=BUDGET, seed=inst, **METHODS[method])
         t0 = time.perf_counter()
         sol = solve(blocks, X, Y, settings)
