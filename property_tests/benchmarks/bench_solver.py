@@ -15,7 +15,6 @@ import os
 import statistics
 import time
 
-import numpy as np
 import pytest
 
 from theorems.reach import instance
