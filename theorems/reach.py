@@ -48,8 +48,8 @@ def instance(m: int, index: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray,
 
 def measure(profile: str | dict[str, Any] = "quick", seed: int = 0, progress: Callable[[str], None] | None = None
             ) -> tuple[list[dict[str, Any]], list[float]]:
-    """One row per (size, depth): instances solved within the work budget, median depth and
-    Jacobians, worst replay error of the successes; and the seconds each row took.  ``profile``
+    """One row per (size, depth): instances solved within the work budget, and for the solved
+    ones the median Jacobians spent, median depth and worst replay error; and the seconds each row took.  ``profile``
     names one of PROFILES or gives such a dict."""
     p = PROFILES[profile] if isinstance(profile, str) else profile
     rows, seconds = [], []
@@ -70,7 +70,7 @@ def measure(profile: str | dict[str, Any] = "quick", seed: int = 0, progress: Ca
                 "m": m, "shape": list(SHAPES[m]), "depth": depth, "method": "lm", "instances": len(results),
                 "budget": f"{p['starts']} starts x {p['jacobians']} Jacobians per fit",
                 "success_rate": len(wins) / len(results),
-                "median_jacobians": statistics.median(r[2] for r in results),
+                "median_jacobians_solved": statistics.median(r[2] for r in wins) if wins else None,
                 "median_depth": statistics.median(r[1] for r in wins) if wins else None,
                 "worst_replay_error": max(r[3] for r in wins) if wins else None,
             })

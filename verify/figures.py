@@ -11,7 +11,8 @@ stated).
   columns of degree <= k, against k;
 * ``discretisation`` -- T2: measured Euler error and the derived bound against h (log-log),
   with the fitted order;
-* ``reach`` -- solver success rate and median work (Jacobians) against N n d, per depth, from the
+* ``reach`` -- solver success rate and median work (Jacobians) of the solved instances against N n d,
+  per depth, from the
   report's reach rows (work, not seconds: the figure must not change between two runs).
 """
 
@@ -104,16 +105,18 @@ def reach(doc: dict[str, Any]):
     fig, (a, b) = plt.subplots(1, 2, figsize=(7.5, 3.2))
     for depth, marker in (("finite", "o"), ("continuous", "s")):
         sel = sorted((r for r in rows if r["depth"] == depth), key=lambda r: r["m"])
-        if sel:
-            m = [r["m"] for r in sel]
-            a.plot(m, [100 * r["success_rate"] for r in sel], marker=marker, label=f"{depth} depth")
-            b.plot(m, [r["median_jacobians"] for r in sel], marker=marker)
+        a.plot([r["m"] for r in sel], [100 * r["success_rate"] for r in sel], marker=marker, label=f"{depth} depth")
+        won = [r for r in sel if r["median_jacobians_solved"] is not None]
+        b.plot([r["m"] for r in won], [r["median_jacobians_solved"] for r in won], marker=marker, ls="",
+               label=f"{depth} depth")
+    sizes = sorted({r["m"] for r in rows})
     for ax in (a, b):
         ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes, [str(m) for m in sizes])
         ax.set_xlabel("$m = N n d$")
     a.set_ylim(-5, 105)
     a.set_ylabel("solved (%)")
-    b.set_ylabel("median Jacobians per instance")
+    b.set_ylabel("median Jacobians (solved instances)")
     a.legend(fontsize=7)
     fig.tight_layout()
     return fig
@@ -127,8 +130,8 @@ FIGURES: dict[str, tuple[Callable[..., Any], str]] = {
     "fig-discretisation": (discretisation, "T2: error of splitting a continuous control into layers of step h, "
                                            "against the derived bound; the fitted order is in the legend."),
     "fig-reach": (reach, "Solver reach on independent Gaussian targets (theorems.reach): share of instances "
-                         "solved within the work budget, and the median number of Jacobians spent, against "
-                         "m = N n d."),
+                         "solved within the work budget, and the median number of Jacobians the solved ones "
+                         "took, against m = N n d."),
 }
 
 

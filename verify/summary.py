@@ -22,7 +22,7 @@ from typing import Any
 
 
 def _number(x: Any) -> str:
-    return f"{x:.3g}" if isinstance(x, (int, float)) else str(x)
+    return f"{x:.3g}" if isinstance(x, (int, float)) else "-" if x is None else str(x)
 
 
 def _cell(text: str) -> str:
@@ -79,11 +79,11 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
     if doc.get("reach"):
         out += ["Measured in this run with a work budget (the same on every machine); "
                 "see `theorems/reach.py`.", "",
-                "| N n d | shape | depth | instances | budget | solved | median Jacobians | median depth | "
-                "worst replay error |", "|---|---|---|---|---|---|---|---|---|"]
+                "| N n d | shape | depth | instances | budget | solved | median Jacobians (solved) | "
+                "median depth | worst replay error |", "|---|---|---|---|---|---|---|---|---|"]
         for r in doc["reach"]:
             out.append(f"| {r['m']} | {tuple(r['shape'])} | {r['depth']} | {r['instances']} | {r['budget']} | "
-                       f"{round(100 * r['success_rate'])} % | {_number(r['median_jacobians'])} | "
+                       f"{round(100 * r['success_rate'])} % | {_number(r['median_jacobians_solved'])} | "
                        f"{_number(r['median_depth'])} | {_number(r['worst_replay_error'])} |")
     else:
         out.append("Not measured in this run (`verify run` skips it with --theorem or --no-reach).")
