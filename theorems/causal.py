@@ -35,10 +35,9 @@ from verify import certify
 from verify.blocks import gaussian_blocks
 from verify.flow import flow
 from verify.results import Check, check
-from verify.solver import Settings
 
 from .instances import causal_targets, collection, hidden_control_targets, rng
-from .witnesses import HP_DIGITS, control_checks, rank_checks, refusal_check
+from .witnesses import HP_DIGITS, control_checks, rank_checks, refusal_check, solver_settings
 
 NAME = "causal"
 TITLE = "Causal masking: linear first tokens, the rank formula, compatible data"
@@ -55,9 +54,9 @@ HYPOTHESES = [
 EPS = 2.0**-52
 
 PROFILES = {
-    "quick": dict(shape=(2, 2, 2), generic=(3, 2, 2), prefix=(2, 3, 2), solve=(1, 2, 2), budget=120.0),
-    "standard": dict(shape=(2, 2, 2), generic=(3, 3, 2), prefix=(3, 3, 2), solve=(2, 2, 2), budget=300.0),
-    "paper": dict(shape=(2, 3, 2), generic=(4, 3, 2), prefix=(3, 4, 2), solve=(2, 3, 2), budget=1800.0),
+    "quick": dict(shape=(2, 2, 2), generic=(3, 2, 2), prefix=(2, 3, 2), solve=(1, 2, 2), budget=120.0, starts=4),
+    "standard": dict(shape=(2, 2, 2), generic=(3, 3, 2), prefix=(3, 3, 2), solve=(2, 2, 2), budget=300.0, starts=4),
+    "paper": dict(shape=(2, 3, 2), generic=(4, 3, 2), prefix=(3, 4, 2), solve=(2, 3, 2), budget=1800.0, starts=8),
 }
 
 
@@ -102,7 +101,7 @@ def run(profile: str, seed: int, progress: Callable[[str], None] | None = None) 
     Xi = collection(seed, p["solve"], "causal solve")
     Y = hidden_control_targets(blocks, Xi, seed, "continuous", steps=2 * Xi.size)
     controls, _ = control_checks("N={},n={},d={},causal".format(*p["solve"]), blocks, Xi, Y, "continuous",
-                                 Settings(depth="continuous", seed=seed, time_budget=p["budget"]), progress)
+                                 solver_settings("continuous", seed, p), progress)
     out += controls
     out.append(refusal_check(tag, X, causal_targets(seed, X, sign=-1), True, "det G < 0"))
     out.append(refusal_check(f"{p['generic']}", Xg, collection(seed, Xg.shape, "causal unrelated"), True,

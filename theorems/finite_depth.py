@@ -35,10 +35,9 @@ from verify.flow import flow
 from verify.krawczyk import certify_network
 from verify.network import apply, control_to_network, rounding_estimate
 from verify.results import Check, check
-from verify.solver import Settings
 
 from .instances import collection, hidden_control_targets, rng
-from .witnesses import BELOW_ONE, control_checks
+from .witnesses import BELOW_ONE, control_checks, solver_settings
 
 NAME = "finite_depth"
 TITLE = "Universality at finite depth (residual layers)"
@@ -58,9 +57,9 @@ DISPLACED = 3.0  # the negative control moves the box centre by this many radii
 RADIUS = 0.5  # largest token norm of the discretisation instance
 
 PROFILES = {
-    "quick": dict(shape=(1, 2, 2), budget=120.0, control_steps=4, duration=0.25),
-    "standard": dict(shape=(2, 2, 2), budget=300.0, control_steps=6, duration=0.25),
-    "paper": dict(shape=(2, 3, 2), budget=1800.0, control_steps=8, duration=0.25),
+    "quick": dict(shape=(1, 2, 2), budget=120.0, starts=4, control_steps=4, duration=0.25),
+    "standard": dict(shape=(2, 2, 2), budget=300.0, starts=4, control_steps=6, duration=0.25),
+    "paper": dict(shape=(2, 3, 2), budget=1800.0, starts=8, control_steps=8, duration=0.25),
 }
 
 
@@ -118,8 +117,7 @@ def run(profile: str, seed: int, progress: Callable[[str], None] | None = None) 
     tag = f"N={N},n={n},d={d}"
     say = progress or (lambda s: None)
     say("T2: constructing a network")
-    out, sol = control_checks(tag, blocks, X, Y, "finite", Settings(depth="finite", seed=seed,
-                                                                    time_budget=p["budget"]), progress)
+    out, sol = control_checks(tag, blocks, X, Y, "finite", solver_settings("finite", seed, p), progress)
     if sol.success:
         say("T2: Krawczyk certificate")
         out += krawczyk_checks(tag, blocks, sol.steps, X, Y)

@@ -29,11 +29,10 @@ import numpy as np
 
 from verify.blocks import gaussian_blocks
 from verify.results import Check
-from verify.solver import Settings
 
 from . import necessity
 from .instances import collection, hidden_control_targets
-from .witnesses import control_checks, rank_checks, refusal_check
+from .witnesses import control_checks, rank_checks, refusal_check, solver_settings
 
 NAME = "two_block"
 TITLE = "Two-block universality (continuous depth)"
@@ -49,9 +48,9 @@ HYPOTHESES = [
 ]
 
 PROFILES = {
-    "quick": dict(shape=(1, 2, 2), budget=120.0, coincident=(1, 3, 2), necessity=(1, 2, 2)),
-    "standard": dict(shape=(2, 2, 2), budget=300.0, coincident=(2, 3, 2), necessity=(2, 2, 2)),
-    "paper": dict(shape=(2, 3, 2), budget=1800.0, coincident=(2, 3, 2), necessity=(2, 3, 2)),
+    "quick": dict(shape=(1, 2, 2), budget=120.0, starts=4, coincident=(1, 3, 2), necessity=(1, 2, 2)),
+    "standard": dict(shape=(2, 2, 2), budget=300.0, starts=4, coincident=(2, 3, 2), necessity=(2, 2, 2)),
+    "paper": dict(shape=(2, 3, 2), budget=1800.0, starts=8, coincident=(2, 3, 2), necessity=(2, 3, 2)),
 }
 
 
@@ -68,7 +67,7 @@ def run(profile: str, seed: int, progress: Callable[[str], None] | None = None) 
     out = rank_checks(f"inputs {tag}", blocks, X) + rank_checks(f"targets {tag}", blocks, Y)
     say("T1: constructing a control")
     controls, _ = control_checks(tag, blocks, X, Y, "continuous",
-                                 Settings(depth="continuous", seed=seed, time_budget=p["budget"]), progress)
+                                 solver_settings("continuous", seed, p), progress)
     out += controls
     say("T1: invariant sets")
     Xc = collection(seed, p["coincident"], "coincident")

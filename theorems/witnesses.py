@@ -74,6 +74,15 @@ def trajectory(blocks: Sequence[Block], X: np.ndarray, steps, depth: str, per_st
     return np.asarray(states).tolist()
 
 
+def solver_settings(depth: str, seed: int, profile: dict) -> Settings:
+    """The solver's settings for a theorem check: ``profile["starts"]`` random starts of at most
+    300 Jacobians per fit, so the result does not depend on the machine's speed and two runs
+    write the same report; ``profile["budget"]`` seconds is only a safety cap (a check that hits
+    it fails as not found)."""
+    return Settings(depth=depth, seed=seed, time_budget=profile["budget"], start_share=1.0,
+                    max_starts=profile["starts"])
+
+
 def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, depth: str,
                    settings: Settings, progress: Callable[[str], None] | None = None) -> tuple[list[Check], object]:
     """Solve, replay in float64, write the witness and replay it at 40 digits."""
