@@ -98,7 +98,7 @@ def test_quick_profile_passes_for_a_drawn_seed_and_renders_the_appendix(tmp_path
     assert all((out / f"{s}.{ext}").stat().st_size > 1000 for s in stems for ext in ("pdf", "png"))
     tex = (out / "appendix.tex").read_text()
     assert all(f"\\includegraphics[width=0.7\\linewidth]{{{s}.pdf}}" in tex for s in stems)
-    assert f"Seed {seed}, quick profile." in tex
+    assert f"Seed {seed}, quick profile." in tex and f"\\caption{{Solver reach (seed {seed}, quick profile).}}" in tex
     if shutil.which("pdflatex"):  # CI installs TeX where it can (.ci/run); the full appendix must compile
         _compile(out)
 

@@ -2,7 +2,8 @@
 
 ``appendix.tex`` is meant to be ``\\input`` into a paper (it needs ``booktabs``): one
 subsection per theorem with its statement (the report's LaTeX), a booktabs table of its checks
-(value, bound, verdict, certified) and the origin of every bound as a numbered list.
+(value, bound, verdict, certified) and the origin of every bound as a numbered list, then the
+solver's reach table when the report has one.
 ``standalone.tex`` wraps it in a minimal article so that it compiles on its own with pdflatex.
 Rendering reads only the report, never recomputes, and ignores its ``timings``, so a rerun with
 the same seed gives the same files.  Figures (:mod:`verify.figures`, PDF and PNG) go into the
@@ -66,6 +67,21 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = ()) -> str:
                 "\\begin{enumerate}\\small"]
         out += [f"\\item {escape(c['origin'])}" for c in t["checks"]]
         out.append("\\end{enumerate}")
+    if doc.get("reach"):
+        out += ["", "\\subsection*{Solver reach on independent Gaussian targets}",
+                "Inputs and targets i.i.d.\\ $N(0, 1)$, blocks drawn with them; not a theorem check: the share of "
+                "instances for which the solver found the control within its work budget.", "",
+                "\\begin{table}[ht]", "\\centering\\small",
+                f"\\caption{{Solver reach (seed {doc['seed']}, {escape(doc['profile'])} profile).}}",
+                "\\begin{tabular}{@{}rllrlrrr@{}}", "\\toprule",
+                "$Nnd$ & shape & depth & instances & budget & solved & median depth & worst replay error \\\\",
+                "\\midrule"]
+        for r in doc["reach"]:
+            depth = "--" if r["median_depth"] is None else f"{r['median_depth']:g}"
+            err = "--" if r["worst_replay_error"] is None else _number(r["worst_replay_error"])
+            out.append(f"{r['m']} & {escape(tuple(r['shape']))} & {r['depth']} & {r['instances']} & "
+                       f"{escape(r['budget'])} & {round(100 * r['success_rate'])}\\,\\% & {depth} & {err} \\\\")
+        out += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
     for stem, caption in figures:
         out += ["", "\\begin{figure}[ht]", "\\centering",
                 f"\\includegraphics[width=0.7\\linewidth]{{{stem}.pdf}}",
