@@ -48,9 +48,9 @@ def instance(m: int, index: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray,
 
 def measure(profile: str | dict[str, Any] = "quick", seed: int = 0, progress: Callable[[str], None] | None = None
             ) -> tuple[list[dict[str, Any]], list[float]]:
-    """One row per (size, depth): instances solved within the work budget, and for the solved
-    ones the median Jacobians spent, median depth and worst replay error; and the seconds each row took.  ``profile``
-    names one of PROFILES or gives such a dict."""
+    """One row per (size, depth): instances solved within the work budget and, for the solved
+    ones, the median Jacobians spent, median depth and worst replay error; and the seconds each
+    row took.  ``profile`` names one of PROFILES or gives such a dict."""
     p = PROFILES[profile] if isinstance(profile, str) else profile
     rows, seconds = [], []
     for m in p["sizes"]:

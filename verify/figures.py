@@ -11,9 +11,9 @@ stated).
   columns of degree <= k, against k;
 * ``discretisation`` -- T2: measured Euler error and the derived bound against h (log-log),
   with the fitted order;
-* ``reach`` -- solver success rate and median work (Jacobians) of the solved instances against N n d,
-  per depth, from the
-  report's reach rows (work, not seconds: the figure must not change between two runs).
+* ``reach`` -- solver success rate and median work (Jacobians) of the solved instances against
+  N n d, per depth, from the report's reach rows (work, not seconds: the figure must not change
+  between two runs).
 """
 
 from __future__ import annotations
