@@ -43,6 +43,7 @@ from .certify import select_columns
 from .network import _apply, apply
 
 DIGITS = (50, 100, 200, 400)  # tried in turn: see certify_network
+SINGULAR = "the Jacobian of the free steps is singular in float64; choose other free layers or a deeper network"
 
 
 def free_layers(blocks: Sequence[Block], layers: Sequence[tuple[int, float]], X: np.ndarray) -> list[int]:
@@ -52,8 +53,9 @@ def free_layers(blocks: Sequence[Block], layers: Sequence[tuple[int, float]], X:
 
 
 def _refine(blocks, layers, X, Y, free, digits):
-    """Newton's method on the free steps at ``digits`` digits; returns the steps as mpfr numbers.
-    (The linear solves are float64, so each pass gains about 14 digits.)"""
+    """Newton's method on the free steps at ``digits`` digits; returns the steps as mpfr numbers,
+    or None when the float64 Jacobian of the free steps is singular.  (The linear solves are
+    float64, so each pass gains about 16 - log10(cond J) digits.)"""
     xp = namespace("mpmath")
     steps = [xp.asarray(h)[()] for _, h in layers]
     target = xp.asarray(Y).ravel()
@@ -61,7 +63,10 @@ def _refine(blocks, layers, X, Y, free, digits):
         res = _apply(blocks, [(b, s) for (b, _), s in zip(layers, steps, strict=True)], xp.asarray(X), True)
         r = res.end.ravel() - target
         J = res.d_steps[:, free]
-        delta = np.linalg.solve(J.astype(float), r.astype(float))  # float64 direction, refined next pass
+        try:
+            delta = np.linalg.solve(J.astype(float), r.astype(float))  # float64 direction, refined next pass
+        except np.linalg.LinAlgError:
+            return None
         # one exact-precision Newton correction of the float64 step
         for k, i in enumerate(free):
             steps[i] = steps[i] - xp.asarray(delta[k])[()]
@@ -110,6 +115,8 @@ def _certify(blocks, layers, X, Y, free, digits, radius, centre_shift) -> dict[s
     kinds = [b for b, _ in layers]
     with precision(digits):
         steps = _refine(blocks, layers, X, Y, free, digits)
+        if steps is None:
+            return base | {"reason": SINGULAR}
         Xa, Ya = namespace("arb").asarray(X), namespace("arb").asarray(Y).ravel()
 
         def network(free_values, sensitivities):
@@ -129,7 +136,7 @@ def _certify(blocks, layers, X, Y, free, digits, radius, centre_shift) -> dict[s
         try:
             R = np.linalg.inv(mid)
         except np.linalg.LinAlgError:
-            return base | {"reason": "the Jacobian of the free steps is singular in float64; choose other free layers"}
+            return base | {"reason": SINGULAR}
         Ra = flint.arb_mat(R.tolist())
         RG = Ra * flint.arb_mat([[g] for g in res.end.ravel() - Ya])
         newton = max(float(abs(RG[i, 0]).upper()) for i in range(m))
