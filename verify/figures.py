@@ -107,8 +107,7 @@ def reach(doc: dict[str, Any]):
         sel = sorted((r for r in rows if r["depth"] == depth), key=lambda r: r["m"])
         a.plot([r["m"] for r in sel], [100 * r["success_rate"] for r in sel], marker=marker, label=f"{depth} depth")
         won = [r for r in sel if r["median_jacobians_solved"] is not None]
-        b.plot([r["m"] for r in won], [r["median_jacobians_solved"] for r in won], marker=marker, ls="",
-               label=f"{depth} depth")
+        b.plot([r["m"] for r in won], [r["median_jacobians_solved"] for r in won], marker=marker, ls="")
     sizes = sorted({r["m"] for r in rows})
     for ax in (a, b):
         ax.set_xscale("log", base=2)
