@@ -54,9 +54,9 @@ HYPOTHESES = [
 EPS = 2.0**-52
 
 PROFILES = {
-    "quick": dict(shape=(2, 2, 2), generic=(3, 2, 2), prefix=(2, 3, 2), solve=(1, 2, 2), budget=120.0, starts=4),
-    "standard": dict(shape=(2, 2, 2), generic=(3, 3, 2), prefix=(3, 3, 2), solve=(2, 2, 2), budget=300.0, starts=4),
-    "paper": dict(shape=(2, 3, 2), generic=(4, 3, 2), prefix=(3, 4, 2), solve=(2, 3, 2), budget=1800.0, starts=8),
+    "quick": dict(shape=(2, 2, 2), generic=(3, 2, 2), prefix=(2, 3, 2), solve=(1, 2, 2), budget=120.0, starts=16),
+    "standard": dict(shape=(2, 2, 2), generic=(3, 3, 2), prefix=(3, 3, 2), solve=(2, 2, 2), budget=300.0, starts=16),
+    "paper": dict(shape=(2, 3, 2), generic=(4, 3, 2), prefix=(3, 4, 2), solve=(2, 3, 2), budget=1800.0, starts=32),
 }
 
 

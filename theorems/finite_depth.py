@@ -57,9 +57,9 @@ DISPLACED = 3.0  # the negative control moves the box centre by this many radii
 RADIUS = 0.5  # largest token norm of the discretisation instance
 
 PROFILES = {
-    "quick": dict(shape=(1, 2, 2), budget=120.0, starts=4, control_steps=4, duration=0.25),
-    "standard": dict(shape=(2, 2, 2), budget=300.0, starts=4, control_steps=6, duration=0.25),
-    "paper": dict(shape=(2, 3, 2), budget=1800.0, starts=8, control_steps=8, duration=0.25),
+    "quick": dict(shape=(1, 2, 2), budget=120.0, starts=16, control_steps=4, duration=0.25),
+    "standard": dict(shape=(2, 2, 2), budget=300.0, starts=16, control_steps=6, duration=0.25),
+    "paper": dict(shape=(2, 3, 2), budget=1800.0, starts=32, control_steps=8, duration=0.25),
 }
 
 

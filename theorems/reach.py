@@ -58,7 +58,7 @@ def measure(profile: str | dict[str, Any] = "quick", seed: int = 0, progress: Ca
             t0, results = time.perf_counter(), []
             for i in range(p["instances"]):
                 X, Y, blocks = instance(m, i, seed)
-                settings = Settings(depth=depth, seed=i, time_budget=math.inf, start_share=1.0,
+                settings = Settings(depth=depth, seed=i, time_budget=math.inf,
                                     max_starts=p["starts"], max_iter=p["jacobians"])
                 sol = solve(blocks, X, Y, settings)
                 # sol.error is the replay of the returned steps, and success is that error within tolerance

@@ -48,9 +48,9 @@ HYPOTHESES = [
 ]
 
 PROFILES = {
-    "quick": dict(shape=(1, 2, 2), budget=120.0, starts=4, coincident=(1, 3, 2), necessity=(1, 2, 2)),
-    "standard": dict(shape=(2, 2, 2), budget=300.0, starts=4, coincident=(2, 3, 2), necessity=(2, 2, 2)),
-    "paper": dict(shape=(2, 3, 2), budget=1800.0, starts=8, coincident=(2, 3, 2), necessity=(2, 3, 2)),
+    "quick": dict(shape=(1, 2, 2), budget=120.0, starts=16, coincident=(1, 3, 2), necessity=(1, 2, 2)),
+    "standard": dict(shape=(2, 2, 2), budget=300.0, starts=16, coincident=(2, 3, 2), necessity=(2, 2, 2)),
+    "paper": dict(shape=(2, 3, 2), budget=1800.0, starts=32, coincident=(2, 3, 2), necessity=(2, 3, 2)),
 }
 
 

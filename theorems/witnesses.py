@@ -79,7 +79,7 @@ def solver_settings(depth: str, seed: int, profile: dict) -> Settings:
     300 Jacobians per fit, so the result does not depend on the machine's speed and two runs
     write the same report; ``profile["budget"]`` seconds is only a safety cap (a check that hits
     it fails as not found)."""
-    return Settings(depth=depth, seed=seed, time_budget=profile["budget"], start_share=1.0,
+    return Settings(depth=depth, seed=seed, time_budget=profile["budget"],
                     max_starts=profile["starts"])
 
 

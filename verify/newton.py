@@ -61,7 +61,7 @@ def levenberg_marquardt(
     def candidates(J: np.ndarray, r: np.ndarray, lam: float):
         if gauss_newton_first:
             yield np.linalg.lstsq(J, -r, rcond=1e-13)[0]
-        yield _damped_step(J, r, lam)
+        yield damped_step(J, r, lam)
 
     while float(np.abs(r).max()) > tol and jacobians < max_iter and time.perf_counter() < deadline and lam < 1e12:
         for dx in candidates(J, r, lam):
@@ -88,13 +88,20 @@ def levenberg_marquardt(
     }
 
 
-def _damped_step(J: np.ndarray, r: np.ndarray, lam: float) -> np.ndarray:
-    """The Levenberg-Marquardt step, minimum-norm when there are fewer residuals than unknowns."""
-    scale = float(np.mean(np.sum(J * J, axis=0))) or 1.0
-    if J.shape[0] <= J.shape[1]:
-        A = J @ J.T
-        A[np.diag_indices_from(A)] += lam * scale
-        return J.T @ np.linalg.solve(A, -r)
-    A = J.T @ J
-    A[np.diag_indices_from(A)] += lam * scale
-    return np.linalg.solve(A, -(J.T @ r))
+def damped_step(J: np.ndarray, r: np.ndarray, lam: float | np.ndarray) -> np.ndarray:
+    """The Levenberg-Marquardt step, minimum-norm when there are fewer residuals than unknowns.
+
+    Batched: J (..., rows, unknowns), r (..., rows) and lam (scalar or one per leading index);
+    the damping is lam times the mean squared column norm of J."""
+    scale = np.mean(np.sum(J * J, axis=-2), axis=-1)
+    mu = np.asarray(lam * np.where(scale > 0, scale, 1.0))[..., None]
+    Jt = np.swapaxes(J, -1, -2)
+    if J.shape[-2] <= J.shape[-1]:
+        A = J @ Jt
+        i = np.arange(A.shape[-1])
+        A[..., i, i] += mu
+        return (Jt @ np.linalg.solve(A, -r[..., None]))[..., 0]
+    A = Jt @ J
+    i = np.arange(A.shape[-1])
+    A[..., i, i] += mu
+    return np.linalg.solve(A, -(Jt @ r[..., None]))[..., 0]

@@ -51,6 +51,8 @@ from .invariants import check_admissible, predicted_rank
 from .network import apply
 from .newton import levenberg_marquardt
 from .rank import degree_scales
+from .rk4 import integrate_batch
+from .shooting import PopulationRecord, Shooting, population_lm
 from .steering import Steps, merge, steer
 
 
@@ -61,11 +63,12 @@ class Settings:
     method: str = "lm"  # or "steer"
     seed: int = 0
     steps_per_dim: int = 10  # lm: control length = steps_per_dim * m
+    segments: int = 2  # lm: shooting segments (1: single shooting)
+    population: int = 16  # lm: starts fitted in lock step
     scale: float = 0.5  # lm: initial durations uniform in [-scale, scale]
-    substeps: int = 8  # lm, continuous depth: Euler layers per step in the first fit
+    substeps: int = 1  # lm, continuous depth: RK4 steps per control step in the population fit
     max_iter: int = 300  # lm: Jacobians per start
     max_starts: int = 1_000_000  # lm: random starts (the time budget usually ends them first)
-    start_share: float = 0.25  # lm: largest share of the time budget one start may use
     first_fraction: float = 0.05  # first move: this fraction of the way to the targets
     min_fraction: float = 1e-4
     max_degree: int = 10
@@ -155,88 +158,123 @@ def solve(
 def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     t0 = time.perf_counter()
     deadline = t0 + settings.time_budget
-    m = X.size
-    L = min(settings.steps_per_dim * m, settings.max_depth)
-    target = Y.ravel()
-    k = settings.substeps if settings.depth == "continuous" else 1
-    total_jac, seeds, best = 0, [], (math.inf, None)
+    m, finite = X.size, settings.depth == "finite"
+    total = max(1, min(settings.steps_per_dim * m, settings.max_depth))
+    S = max(1, min(settings.segments, total))
+    shoot = Shooting(blocks, X, Y, S, total // S, 1 if finite else settings.substeps, "euler" if finite else "rk4")
+    tol = settings.tolerance
+    extra_jacobians = [0]
 
-    def pattern(h):
-        return [j % 2 for j in range(len(h))]
+    def start(index: int) -> np.ndarray:
+        return shoot.fresh(np.random.default_rng([settings.seed, index]), settings.scale)
 
-    def layers_of(h, k=k):
-        return [(b, t / k) for b, t in zip(pattern(h), h, strict=True) for _ in range(k)]
+    def chained(x) -> tuple[list[int], np.ndarray]:
+        steps = [step for seg in shoot.controls(x) for step in seg]
+        return [b for b, _ in steps], np.array([t for _, t in steps])
 
-    def network_fit(h, k=k):
-        res = apply(blocks, layers_of(h, k), X, sensitivities=True)
-        return res.end.ravel() - target, res.d_steps.reshape(m, len(h), k).sum(axis=2) / k
+    def finish_finite(x):
+        """The segments chained into one network; when the chaining amplified the segment
+        residuals past the tolerance, Gauss-Newton on the whole network (exact Jacobians)."""
+        pattern, h = chained(x)
 
-    def residual(steps, depth):
-        end = image(blocks, steps, X, depth)
-        return np.full(m, np.inf) if end is None else end.ravel() - target
+        def fit(z):
+            res = apply(blocks, list(zip(pattern, z, strict=True)), X, sensitivities=True)
+            return res.end.ravel() - Y.ravel(), res.d_steps
 
-    def network_residual(h, k=k):
-        return residual(layers_of(h, k), "finite")
+        if replay_error(blocks, list(zip(pattern, h, strict=True)), X, Y, "finite") > tol:
+            with np.errstate(all="ignore"):
+                h, info = levenberg_marquardt(fit, h, tol=tol, max_iter=30, deadline=deadline, gauss_newton_first=True,
+                                              residual_only=lambda z: _residual(blocks, pattern, z, X, Y, "finite"))
+            extra_jacobians[0] += info["jacobians"]
+        steps = [(b, float(t)) for b, t in zip(pattern, h, strict=True) if t != 0]  # a zero layer is the identity
+        err = replay_error(blocks, steps, X, Y, "finite")
+        return (steps, err) if err <= tol else None
 
-    def flow_fit(h):
-        res = flow(blocks, list(zip(pattern(h), h, strict=True)), X, sensitivities=True)
-        return res.end.ravel() - target, res.d_durations
+    def finish_continuous(x):
+        """RK4 surrogate solved to 1e-3: Gauss-Newton on RK4 steps of half, a quarter and an
+        eighth the size to 1e-8, then chord steps on the exact flows of the segments (exact Taylor residual, RK4
+        Jacobian), chaining (flows compose exactly), and chord steps on the whole control
+        when the chaining amplified the residual past the tolerance."""
+        fine = shoot
+        for _ in range(3):  # RK4 steps halved three times: its error falls about tenfold each time
+            fine = Shooting(blocks, X, Y, S, shoot.steps, 2 * fine.substeps, "rk4")
+            with np.errstate(all="ignore"):
+                x, info = levenberg_marquardt(lambda z, f=fine: _single(f.system(z[None], True)), x, tol=1e-8,
+                                              max_iter=30, deadline=deadline, gauss_newton_first=True,
+                                              residual_only=lambda z, f=fine: f.system(z[None])[0][0])
+            extra_jacobians[0] += info["jacobians"]
+            if not info["converged"]:
+                return None
+        x, _ = _chord(lambda z: shoot.system(z[None], exact_flow=True)[0][0],
+                      lambda z: fine.system(z[None], True)[1][0], x, 0.1 * tol)
+        if x is None:
+            return None
+        pattern, h = chained(x)
+        steps = merge(list(zip(pattern, map(float, h), strict=True)), 0.0)
+        pattern, h = [b for b, _ in steps], np.array([t for _, t in steps])
 
-    def flow_residual(h):
-        return residual(list(zip(pattern(h), h, strict=True)), "continuous")
+        def jacobian(z):
+            return integrate_batch(blocks, pattern, z[None], X[None], substeps=fine.substeps, sensitivities=True).d_steps[0]
+
+        h, err = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, tol)
+        return None if h is None else (list(zip(pattern, map(float, h), strict=True)), err)
+
+    def finish(x):
+        extra_jacobians[0] += 1
+        try:
+            return finish_finite(x) if finite else finish_continuous(x)
+        except IntegrationError:
+            return None
 
     last = [t0]
 
-    def report(residual: float, jac: int) -> None:
+    def report(rec: PopulationRecord) -> None:
         if progress and time.perf_counter() - last[0] > 2.0:
             last[0] = time.perf_counter()
-            progress(f"start {restart}: max |image - target| = {residual:.2e} after {jac} Jacobians")
+            progress(f"{rec.starts} starts, {rec.jacobians} Jacobians: best max |residual| = {rec.best:.2e}")
 
-    restart = 0
-    while time.perf_counter() < deadline and restart < settings.max_starts:
-        seed = [settings.seed, restart]
-        seeds.append(seed)
-        # one start may use at most a share of the budget, so that a stalled one leaves room for others
-        start_deadline = min(deadline, time.perf_counter() + settings.start_share * settings.time_budget)
-        h = np.random.default_rng(seed).uniform(-settings.scale, settings.scale, size=L)
+    rec = population_lm(shoot, size=settings.population, start=start, tol=0.1 * tol if finite else 1e-3,
+                        max_iter=settings.max_iter, max_starts=settings.max_starts, deadline=deadline,
+                        finish=finish, report=report)
+    steps, err = rec.found or ([], math.inf)
+    ok = err <= tol
+    msg = (f"reached the targets after {rec.starts} start(s)" if ok else
+           f"not found within {settings.time_budget:g} s and {rec.starts} start(s): best max |residual| "
+           f"of the {S}-segment fit = {rec.best:.2e}")
+    return Solution(ok, msg, steps, err, len(steps), float(sum(abs(t) for _, t in steps)), rec.starts,
+                    rec.jacobians + extra_jacobians[0], time.perf_counter() - t0, asdict(settings),
+                    [[settings.seed, i] for i in range(rec.starts)])
+
+
+def _chord(residual, jacobian, x, tol, max_iter: int = 8):
+    """x - J(x)^+ r(x) repeated while max |r| falls, with an approximate Jacobian J (a chord
+    method: each step gains about as many digits as J agrees with the exact derivative).
+    Returns (x, max |r|), or (None, max |r|) when the residual stops falling above tol."""
+    r = residual(x)
+    err = float(np.abs(r).max())
+    for _ in range(max_iter):
+        if err <= tol:
+            return x, err
         with np.errstate(all="ignore"):
-            h, info = levenberg_marquardt(network_fit, h, tol=settings.tolerance if k == 1 else 1e-3,
-                                          max_iter=settings.max_iter, residual_only=network_residual, deadline=start_deadline,
-                                          report=report)
-        total_jac += info["jacobians"]
-        if settings.depth == "continuous" and info["converged"]:
-            # four times finer Euler layers first: the flow polish then starts within ~1e-6
-            with np.errstate(all="ignore"):
-                h, info = levenberg_marquardt(lambda z: network_fit(z, 4 * k), h, tol=1e-6, max_iter=30,
-                                              residual_only=lambda z: network_residual(z, 4 * k), deadline=start_deadline,
-                                              report=report, gauss_newton_first=True)
-            total_jac += info["jacobians"]
-            with np.errstate(all="ignore"):  # overflowing trial steps are rejected, not reported
-                h, info = levenberg_marquardt(flow_fit, h, tol=settings.tolerance, max_iter=30,
-                                              residual_only=flow_residual, deadline=start_deadline, report=report,
-                                              gauss_newton_first=True)
-            total_jac += info["jacobians"]
-        if info["residual"] < best[0]:
-            best = (info["residual"], h)
-        if progress:
-            progress(f"start {restart}: max |image - target| = {info['residual']:.2e}, {len(h)} steps, {total_jac} Jacobians")
-        if info["converged"]:
+            trial = x + np.linalg.lstsq(jacobian(x), -r, rcond=1e-13)[0]
+        r_trial = residual(trial)
+        err_trial = float(np.abs(r_trial).max())
+        if not err_trial < err:
             break
-        restart += 1
-    h = best[1]
-    if h is None:
-        steps: Steps = []
-    elif settings.depth == "continuous":
-        steps = merge(list(zip(pattern(h), h, strict=True)), 0.0)  # flows of one block compose exactly
-    else:
-        steps = [(b, float(t)) for b, t in zip(pattern(h), h, strict=True) if t != 0]  # layers do not
-    err = replay_error(blocks, steps, X, Y, settings.depth) if steps else math.inf
-    ok = err <= settings.tolerance
-    msg = (f"reached the targets after {len(seeds)} start(s)" if ok else
-           f"not found within {settings.time_budget:g} s and {len(seeds)} start(s): best max |image - target| = {err:.2e}")
-    return Solution(ok, msg, steps, err, len(steps),
-                    float(sum(abs(t) for _, t in steps)), len(seeds), total_jac, time.perf_counter() - t0,
-                    asdict(settings), seeds)
+        x, r, err = trial, r_trial, err_trial
+    return (x if err <= tol else None), err
+
+
+def _single(system):
+    """(r, J) of a one-member shooting system."""
+    r, J = system
+    return r[0], J[0]
+
+
+def _residual(blocks, pattern, h, X, Y, depth) -> np.ndarray:
+    """image - target (flattened) of the steps (pattern[l], h[l]); inf on overflow."""
+    end = image(blocks, list(zip(pattern, h, strict=True)), X, depth)
+    return np.full(X.size, np.inf) if end is None else end.ravel() - Y.ravel()
 
 
 def _steer_solve(blocks, X, Y, settings: Settings, progress) -> Solution:

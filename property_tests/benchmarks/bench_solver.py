@@ -25,7 +25,7 @@ INSTANCES = int(os.environ.get("REACH_INSTANCES", "10"))
 BUDGET = float(os.environ.get("REACH_BUDGET", "60"))
 METHODS = {
     "lm": dict(method="lm"),
-    "plain-lm": dict(method="lm", max_iter=300, max_starts=1, start_share=1.0),  # the DESIGN's baseline: one start
+    "plain-lm": dict(method="lm", max_iter=300, max_starts=1, population=1, segments=1),  # one start, single shooting
 }
 
 

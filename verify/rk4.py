@@ -1,0 +1,96 @@
+"""Classical Runge-Kutta (order 4, 4 stages) for a batch of controls, with exact derivatives.
+
+The solver's surrogate of the flow in continuous depth: each step (b, tau) of a control is
+integrated by ``substeps`` equal RK4 steps of size h = tau / substeps on the field F = F_b,
+
+    k1 = F(y),  k2 = F(y + h/2 k1),  k3 = F(y + h/2 k2),  k4 = F(y + h k3),
+    y+ = y + h/6 (k1 + 2 k2 + 2 k3 + k4),
+
+a global error O(h^4) against O(h) for explicit Euler layers: measured on an m = 8 solution of
+the Euler surrogate with four layers per step, the exact flow missed the targets by 5.2 (and
+by 1.2 at sixteen layers).  The derivatives are exact for the scheme (chain rule through the
+stages, with J_i = DF at stage i): dk1 = J1 dy, dk2 = J2 (dy + h/2 dk1 + dh/2 k1), and so on, so
+each substep has a state Jacobian A and a step derivative v, chained backwards like the layers of
+:func:`verify.network.apply_batch`:
+
+    d y_end / d tau_l = (1/substeps) sum over its substeps of G v,   d y_end / d y_0 = product of A.
+
+Float64 NumPy only; ``durations`` is (B, L), ``Z`` is (B, N, n, d).
+
+>>> import numpy as np
+>>> from verify.blocks import gaussian_blocks
+>>> from verify.flow import flow
+>>> blocks = gaussian_blocks(seed=0, d=2)
+>>> Z = np.random.default_rng(1).normal(size=(1, 2, 2, 2))
+>>> res = integrate_batch(blocks, [0, 1], np.array([[0.5, -0.3]]), Z, substeps=4)
+>>> bool(np.abs(res.end[0] - flow(blocks, [(0, 0.5), (1, -0.3)], Z[0]).end).max() < 1e-4)
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .attention import field_and_jacobian, field_numpy
+from .blocks import Block
+from .network import NetworkResult
+
+
+def integrate_batch(
+    blocks: Sequence[Block],
+    pattern: Sequence[int],
+    durations: np.ndarray,
+    Z: np.ndarray,
+    *,
+    substeps: int = 1,
+    sensitivities: bool = False,
+) -> NetworkResult:
+    """RK4 images of Z[j] under the controls (pattern[l], durations[j, l]); see the module docstring."""
+    B, N, n, d = Z.shape
+    nd, L = n * d, len(pattern)
+    A_all, v_all = [], []
+    for b, tau in zip(pattern, durations.T, strict=True):
+        h = (tau / substeps)[:, None, None, None]
+        for _ in range(substeps):
+            if not sensitivities:
+                k1 = field_numpy(blocks[b], Z)
+                k2 = field_numpy(blocks[b], Z + h / 2 * k1)
+                k3 = field_numpy(blocks[b], Z + h / 2 * k2)
+                k4 = field_numpy(blocks[b], Z + h * k3)
+                Z = Z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+                continue
+            A, v, Z = _step_with_derivatives(blocks[b], Z, h, B, N, nd)
+            A_all.append(A)
+            v_all.append(v / substeps)
+    if not sensitivities:
+        return NetworkResult(Z)
+    G = np.broadcast_to(np.eye(nd), (B, N, nd, nd))
+    D = np.zeros((B, N, nd, L))
+    for k in range(len(A_all) - 1, -1, -1):
+        D[..., k // substeps] += (G @ v_all[k])[..., 0]
+        G = G @ A_all[k]
+    return NetworkResult(Z, D.reshape(B, N * nd, L), G)
+
+
+def _step_with_derivatives(block, Z, h, B, N, nd):
+    """One RK4 step: its state Jacobian A (B, N, nd, nd), d y+/d h (B, N, nd, 1) and y+."""
+    eye = np.eye(nd)
+    hm = h[..., 0]  # (B, 1, 1) broadcasts against (B, N, nd, nd) after one more axis
+    k1, J1 = field_and_jacobian(block, Z)
+    k2, J2 = field_and_jacobian(block, Z + h / 2 * k1)
+    k3, J3 = field_and_jacobian(block, Z + h / 2 * k2)
+    k4, J4 = field_and_jacobian(block, Z + h * k3)
+    c = [k.reshape(B, N, nd, 1) for k in (k1, k2, k3, k4)]
+    hh = hm[..., None]  # (B, 1, 1, 1)
+    dk1 = J1
+    dk2 = J2 @ (eye + hh / 2 * dk1)
+    dk3 = J3 @ (eye + hh / 2 * dk2)
+    dk4 = J4 @ (eye + hh * dk3)
+    A = eye + hh / 6 * (dk1 + 2 * dk2 + 2 * dk3 + dk4)
+    e2 = J2 @ (c[0] / 2)
+    e3 = J3 @ (c[1] / 2 + hh / 2 * e2)
+    e4 = J4 @ (c[2] + hh * e3)
+    v = (c[0] + 2 * c[1] + 2 * c[2] + c[3]) / 6 + hh / 6 * (2 * e2 + 2 * e3 + e4)
+    return A, v, Z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
