@@ -31,9 +31,9 @@ from .instances import rng
 
 SHAPES = {4: (1, 2, 2), 8: (2, 2, 2), 18: (3, 3, 2), 32: (4, 4, 2), 64: (8, 4, 2), 128: (16, 4, 2)}
 PROFILES = {
-    "quick": {"sizes": (4,), "instances": 3, "starts": 1, "jacobians": 50},
-    "standard": {"sizes": (4, 8), "instances": 5, "starts": 2, "jacobians": 50},
-    "paper": {"sizes": (4, 8, 18), "instances": 10, "starts": 3, "jacobians": 200},
+    "quick": {"sizes": (4,), "instances": 3, "starts": 16, "jacobians": 300},
+    "standard": {"sizes": (4, 8), "instances": 5, "starts": 32, "jacobians": 300},
+    "paper": {"sizes": (4, 8, 18), "instances": 10, "starts": 64, "jacobians": 300},
 }
 DEPTHS = ("finite", "continuous")
 
@@ -68,7 +68,7 @@ def measure(profile: str | dict[str, Any] = "quick", seed: int = 0, progress: Ca
             wins = [r for r in results if r[0]]
             rows.append({
                 "m": m, "shape": list(SHAPES[m]), "depth": depth, "method": "lm", "instances": len(results),
-                "budget": f"{p['starts']} starts x {p['jacobians']} Jacobians per fit",
+                "budget": f"{p['starts']} starts x {p['jacobians']} Jacobians",
                 "success_rate": len(wins) / len(results),
                 "median_jacobians_solved": statistics.median(r[2] for r in wins) if wins else None,
                 "median_depth": statistics.median(r[1] for r in wins) if wins else None,

@@ -165,13 +165,16 @@ def population_lm(
     max_starts: int,
     deadline: float = math.inf,
     finish: Callable[[np.ndarray], Any] | None = None,
+    patience: int = 0,
     report: Callable[[PopulationRecord], None] | None = None,
 ) -> PopulationRecord:
     """Levenberg-Marquardt (minimum-norm steps, :func:`verify.newton.damped_step`) on ``size``
     members in lock step.  A member whose max |r| reaches ``tol`` is handed to ``finish`` (a
     polish; None means it failed) and the first that finishes is returned; a member that has
     used ``max_iter`` Jacobians, whose damping passes 1e12 or that finished without success is
-    replaced by ``start(index)`` while fewer than ``max_starts`` starts were drawn."""
+    replaced by ``start(index)`` while fewer than ``max_starts`` starts were drawn.  With
+    ``patience`` p > 0, a member whose max |r| has not halved over its last p Jacobians is
+    replaced too."""
     rec = PopulationRecord()
 
     def draw(count: int) -> np.ndarray:
@@ -183,6 +186,7 @@ def population_lm(
     r, J = shooting.system(x, sensitivities=True)
     rec.jacobians += len(x)
     lam, iters = np.full(len(x), 1e-3), np.ones(len(x), dtype=int)
+    mark, due_at = np.abs(r).max(axis=1), np.full(len(x), 1 + patience)  # max |r| at the last check, next check
     while len(x) and time.perf_counter() < deadline:
         rmax = np.abs(r).max(axis=1)
         rmax[~np.isfinite(rmax)] = math.inf
@@ -196,6 +200,10 @@ def population_lm(
                 return rec
             failed.append(j)
         stalled = (iters >= max_iter) | (lam > 1e12) | ~np.isfinite(rmax) | ~np.isfinite(J).all(axis=(1, 2))
+        if patience:
+            due = iters >= due_at
+            stalled |= due & (rmax > 0.5 * mark)
+            mark, due_at = np.where(due, rmax, mark), np.where(due, iters + patience, due_at)
         dead = np.union1d(np.flatnonzero(stalled), failed).astype(int)
         if dead.size:
             new = min(dead.size, max_starts - rec.starts)
@@ -205,8 +213,9 @@ def population_lm(
                 r[idx], J[idx] = shooting.system(x[idx], sensitivities=True)
                 rec.jacobians += new
                 lam[idx], iters[idx] = 1e-3, 1
+                mark[idx], due_at[idx] = np.abs(r[idx]).max(axis=1), 1 + patience
             keep = np.setdiff1d(np.arange(len(x)), dead[new:])
-            x, r, J, lam, iters = x[keep], r[keep], J[keep], lam[keep], iters[keep]
+            x, r, J, lam, iters, mark, due_at = x[keep], r[keep], J[keep], lam[keep], iters[keep], mark[keep], due_at[keep]
             if not len(x):
                 break
         cost = np.einsum("pi,pi->p", r, r)

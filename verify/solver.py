@@ -3,15 +3,21 @@
 Two methods, both after :func:`verify.invariants.check_admissible` has refused targets that an
 invariant forbids:
 
-* ``lm`` (default): Levenberg-Marquardt with minimum-norm steps (:mod:`verify.newton`) on the
-  durations of an alternating control of ``steps_per_dim * m`` steps, started from durations
-  uniform in [-scale, scale] drawn from ``default_rng([seed, restart])`` and restarted with the
-  next seed when it stalls (one start may use at most ``start_share`` of the time budget).
-  Finite depth fits the layer steps of the network directly (exact Jacobian, fast).
-  Continuous depth first fits the same control with every step split into ``substeps`` Euler
-  layers sharing its duration (cheap), then polishes the durations on the exact flow with the
-  flow's sensitivities, after a refit on four times finer Euler layers; both polishing fits
-  try the undamped Gauss-Newton step first.
+* ``lm`` (default): multiple shooting (:mod:`verify.shooting`): ``steps_per_dim * m`` steps of
+  the alternating pattern cut into ``segments`` segments whose intermediate states are unknowns
+  too, fitted by a ``population`` of Levenberg-Marquardt starts in lock step (minimum-norm
+  steps; step sizes uniform in [-scale, scale] from ``default_rng([seed, start])``); a start
+  that has used ``max_iter`` Jacobians (or, with ``patience``, stopped halving its residual) is
+  replaced by the next one, until ``max_starts`` or ``time_budget`` runs out.
+  Finite depth fits the layers themselves (exact Jacobians); the first start within
+  tolerance / 10 is chained into one network and, if the chaining amplified the segment
+  residuals past the tolerance, polished by Gauss-Newton.
+  Continuous depth fits an RK4 surrogate of the flows (:mod:`verify.rk4`, ``substeps`` RK4
+  steps per control step) to 1e-3, refits on RK4 steps of half, a quarter and an eighth the
+  size (Gauss-Newton, to 1e-8), then takes chord steps on the exact flows of the segments
+  (exact Taylor residuals, RK4 Jacobians) and, after chaining, on the whole control.
+  ``segments=1, population=1, max_starts=1`` is the plain single-start Levenberg-Marquardt
+  fit, the benchmark's baseline.
 * ``steer``: bracket steering along the path to the targets (:mod:`verify.steering`): each move
   aims a fraction of the way, Newton on the bracket coefficients realises it by commutators of
   flows; the fraction grows after a success and halves after a failure.  Measured reach is
@@ -68,6 +74,7 @@ class Settings:
     scale: float = 0.5  # lm: initial durations uniform in [-scale, scale]
     substeps: int = 1  # lm, continuous depth: RK4 steps per control step in the population fit
     max_iter: int = 300  # lm: Jacobians per start
+    patience: int = 0  # lm: replace a start whose residual has not halved in this many Jacobians (0: never)
     max_starts: int = 1_000_000  # lm: random starts (the time budget usually ends them first)
     first_fraction: float = 0.05  # first move: this fraction of the way to the targets
     min_fraction: float = 1e-4
@@ -206,7 +213,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             if not info["converged"]:
                 return None
         x, _ = _chord(lambda z: shoot.system(z[None], exact_flow=True)[0][0],
-                      lambda z: fine.system(z[None], True)[1][0], x, 0.1 * tol)
+                      lambda z: fine.system(z[None], True)[1][0], x, 0.1 * tol, deadline)
         if x is None:
             return None
         pattern, h = chained(x)
@@ -216,7 +223,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         def jacobian(z):
             return integrate_batch(blocks, pattern, z[None], X[None], substeps=fine.substeps, sensitivities=True).d_steps[0]
 
-        h, err = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, tol)
+        h, err = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, tol, deadline)
         return None if h is None else (list(zip(pattern, map(float, h), strict=True)), err)
 
     def finish(x):
@@ -235,7 +242,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
 
     rec = population_lm(shoot, size=settings.population, start=start, tol=0.1 * tol if finite else 1e-3,
                         max_iter=settings.max_iter, max_starts=settings.max_starts, deadline=deadline,
-                        finish=finish, report=report)
+                        finish=finish, patience=settings.patience, report=report)
     steps, err = rec.found or ([], math.inf)
     ok = err <= tol
     msg = (f"reached the targets after {rec.starts} start(s)" if ok else
@@ -246,15 +253,15 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
                     [[settings.seed, i] for i in range(rec.starts)])
 
 
-def _chord(residual, jacobian, x, tol, max_iter: int = 8):
+def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int = 8):
     """x - J(x)^+ r(x) repeated while max |r| falls, with an approximate Jacobian J (a chord
     method: each step gains about as many digits as J agrees with the exact derivative).
     Returns (x, max |r|), or (None, max |r|) when the residual stops falling above tol."""
     r = residual(x)
     err = float(np.abs(r).max())
     for _ in range(max_iter):
-        if err <= tol:
-            return x, err
+        if err <= tol or time.perf_counter() > deadline:
+            break
         with np.errstate(all="ignore"):
             trial = x + np.linalg.lstsq(jacobian(x), -r, rcond=1e-13)[0]
         r_trial = residual(trial)

@@ -1,0 +1,138 @@
+"""The solver's batched machinery: closed-form attention Jacobians, batched networks, the RK4
+surrogate and its derivatives, the multiple-shooting system, the population of LM starts."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from theorems.reach import instance
+from verify.attention import field, field_and_jacobian, jacobian
+from verify.flow import flow
+from verify.network import apply, apply_batch
+from verify.rk4 import integrate_batch
+from verify.shooting import Shooting, population_lm
+
+from . import independent
+from .strategies import problems
+
+
+def _batch(p, copies=3, seed=0):
+    """Blocks, a batch of ``copies`` perturbed collections and a step array for the control's pattern."""
+    blocks, X, control = p
+    rng = np.random.default_rng(seed)
+    Z = X[None] + 0.1 * rng.normal(size=(copies,) + X.shape)
+    pattern = [b for b, _ in control]
+    H = np.array([t for _, t in control]) * (1 + 0.2 * rng.normal(size=(copies, len(control))))
+    return blocks, Z, pattern, H
+
+
+@given(problems())
+def test_closed_form_jacobian_matches_the_jvp_columns(p):
+    blocks, X, _ = p
+    for b in blocks:
+        F, J = field_and_jacobian(b, X)
+        assert np.abs(F - field(b, X)).max() <= 1e-12 * (1 + np.abs(F).max())
+        assert np.abs(J - jacobian(b, X)).max() <= 1e-11 * (1 + np.abs(J).max())
+
+
+@given(problems())
+def test_batched_network_matches_one_network_at_a_time(p):
+    blocks, Z, pattern, H = _batch(p)
+    res = apply_batch(blocks, pattern, H, Z, sensitivities=True)
+    for j in range(len(Z)):
+        one = apply(blocks, list(zip(pattern, H[j], strict=True)), Z[j], sensitivities=True)
+        scale = 1 + np.abs(one.d_steps).max() + np.abs(one.d_initial).max()
+        assert np.abs(res.end[j] - one.end).max() <= 1e-12 * (1 + np.abs(one.end).max())
+        assert np.abs(res.d_steps[j] - one.d_steps).max() <= 1e-10 * scale
+        assert np.abs(res.d_initial[j] - one.d_initial).max() <= 1e-10 * scale
+        mats = [(b.Q, b.K, b.V) for b in blocks]
+        theirs = independent.network(mats, list(zip(pattern, H[j], strict=True)), Z[j], blocks[0].beta, blocks[0].causal)
+        assert np.abs(res.end[j] - theirs).max() <= 1e-12 * (1 + np.abs(theirs).max())
+
+
+@settings(max_examples=10)
+@given(problems(max_N=2, max_n=3, max_d=2))
+def test_rk4_derivatives_match_central_differences(p):
+    """Exact chain-rule derivatives of the RK4 scheme against central differences (step 1e-6,
+    truncation ~1e-12 times the third derivative, rounding ~1e-10)."""
+    blocks, Z, pattern, H = _batch(p, copies=2)
+    res = integrate_batch(blocks, pattern, H, Z, substeps=2, sensitivities=True)
+    e = 1e-6
+    scale = 1 + np.abs(res.d_steps).max()
+    for k in range(len(pattern)):
+        dH = np.zeros_like(H)
+        dH[:, k] = e
+        fd = (integrate_batch(blocks, pattern, H + dH, Z, substeps=2).end
+              - integrate_batch(blocks, pattern, H - dH, Z, substeps=2).end) / (2 * e)
+        assert np.abs(fd.reshape(len(Z), -1) - res.d_steps[..., k]).max() <= 1e-6 * scale
+    U = np.random.default_rng(1).normal(size=Z.shape)
+    fd = (integrate_batch(blocks, pattern, H, Z + e * U, substeps=2).end
+          - integrate_batch(blocks, pattern, H, Z - e * U, substeps=2).end) / (2 * e)
+    N, n, d = Z.shape[1:]
+    an = (res.d_initial @ U.reshape(len(Z), N, n * d, 1))[..., 0]
+    assert np.abs(fd.reshape(an.shape) - an).max() <= 1e-6 * (1 + np.abs(res.d_initial).max())
+
+
+@settings(max_examples=10)
+@given(problems(max_N=2, max_n=3, max_d=2))
+def test_rk4_is_fourth_order_against_the_taylor_flow(p):
+    """Halving the RK4 step divides the error of one control step against the flow by about
+    2^4 = 16: the ratio must exceed 8 wherever the error is well above rounding (1e-11).  (One
+    step: over several, errors of opposite steps can cancel at leading order.)"""
+    blocks, X, control = p
+    b, tau = control[0]
+    exact = flow(blocks, [(b, tau)], X).end
+    errs = [np.abs(integrate_batch(blocks, [b], np.array([[tau]]), X[None], substeps=k).end[0] - exact).max()
+            for k in (8, 16)]
+    if errs[1] > 1e-11:
+        assert errs[0] / errs[1] > 8
+
+
+@settings(max_examples=10)
+@given(problems(max_N=2, max_n=3, max_d=2), st.integers(1, 3), st.sampled_from(["euler", "rk4"]))
+def test_shooting_jacobian_matches_central_differences(p, segments, scheme):
+    blocks, X, _ = p
+    Y = X + 0.3
+    shoot = Shooting(blocks, X, Y, segments, 3, 1, scheme)
+    x = shoot.fresh(np.random.default_rng(0), 0.5)[None]
+    r, J = shoot.system(x, sensitivities=True)
+    e = 1e-6
+    for j in range(shoot.unknowns):
+        dx = np.zeros_like(x)
+        dx[0, j] = e
+        fd = (shoot.system(x + dx)[0] - shoot.system(x - dx)[0]) / (2 * e)
+        assert np.abs(fd[0] - J[0, :, j]).max() <= 1e-6 * (1 + np.abs(J).max())
+    if segments > 1:  # a fresh start chains the first segments exactly: only the last one misses
+        assert np.abs(r[0, : (segments - 1) * X.size]).max() <= 1e-12 * (1 + np.abs(x).max())
+
+
+def test_exact_flow_segments_agree_with_the_rk4_surrogate_as_it_refines():
+    X, Y, blocks = instance(4, 0, seed=5)
+    x = Shooting(blocks, X, Y, 2, 4).fresh(np.random.default_rng(0), 0.5)[None]
+    exact = Shooting(blocks, X, Y, 2, 4).system(x, exact_flow=True)[0]
+    gaps = [np.abs(Shooting(blocks, X, Y, 2, 4, k, "rk4").system(x)[0] - exact).max() for k in (1, 4)]
+    assert gaps[1] < gaps[0] / 16 or gaps[1] < 1e-11
+
+
+def test_population_is_deterministic_and_finds_a_zero_residual_member():
+    X, Y, blocks = instance(4, 1, seed=5)
+    shoot = Shooting(blocks, X, Y, 2, 20)
+
+    def run():
+        return population_lm(shoot, size=4, start=lambda i: shoot.fresh(np.random.default_rng([7, i]), 0.5),
+                             tol=1e-11, max_iter=300, max_starts=16)
+
+    a, b = run(), run()
+    assert a.found is not None and np.array_equal(a.found, b.found)
+    assert (a.starts, a.jacobians) == (b.starts, b.jacobians)
+    assert np.abs(shoot.system(a.found[None])[0]).max() <= 1e-11
+
+
+def test_population_gives_up_after_its_starts():
+    X, Y, blocks = instance(8, 0, seed=5)
+    shoot = Shooting(blocks, X, Y, 2, 2)  # four layers cannot reach eight coordinates
+    rec = population_lm(shoot, size=3, start=lambda i: shoot.fresh(np.random.default_rng(i), 0.5),
+                        tol=1e-11, max_iter=20, max_starts=5)
+    assert rec.found is None and rec.starts == 5 and rec.best > 1e-3
