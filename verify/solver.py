@@ -181,16 +181,17 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
 
     def finish_finite(x):
         """The segments chained into one network; when the chaining amplified the segment
-        residuals past the tolerance, Gauss-Newton on the whole network (exact Jacobians)."""
+        residuals past tolerance / 10, Gauss-Newton on the whole network (exact Jacobians),
+        so that a replay by other code has room."""
         pattern, h = chained(x)
 
         def fit(z):
             res = apply(blocks, list(zip(pattern, z, strict=True)), X, sensitivities=True)
             return res.end.ravel() - Y.ravel(), res.d_steps
 
-        if replay_error(blocks, list(zip(pattern, h, strict=True)), X, Y, "finite") > tol:
+        if replay_error(blocks, list(zip(pattern, h, strict=True)), X, Y, "finite") > 0.1 * tol:
             with np.errstate(all="ignore"):
-                h, info = levenberg_marquardt(fit, h, tol=tol, max_iter=30, deadline=deadline, gauss_newton_first=True,
+                h, info = levenberg_marquardt(fit, h, tol=0.1 * tol, max_iter=30, deadline=deadline, gauss_newton_first=True,
                                               residual_only=lambda z: _residual(blocks, pattern, z, X, Y, "finite"))
             extra_jacobians[0] += info["jacobians"]
         steps = [(b, float(t)) for b, t in zip(pattern, h, strict=True) if t != 0]  # a zero layer is the identity
@@ -212,9 +213,9 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             extra_jacobians[0] += info["jacobians"]
             if not info["converged"]:
                 return None
-        x, _ = _chord(lambda z: shoot.system(z[None], exact_flow=True)[0][0],
-                      lambda z: fine.system(z[None], True)[1][0], x, 0.1 * tol, deadline)
-        if x is None:
+        x, err = _chord(lambda z: shoot.system(z[None], exact_flow=True)[0][0],
+                        lambda z: fine.system(z[None], True)[1][0], x, 0.01 * tol, deadline)
+        if err > 0.1 * tol:
             return None
         pattern, h = chained(x)
         steps = merge(list(zip(pattern, map(float, h), strict=True)), 0.0)
@@ -223,8 +224,8 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         def jacobian(z):
             return integrate_batch(blocks, pattern, z[None], X[None], substeps=fine.substeps, sensitivities=True).d_steps[0]
 
-        h, err = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, tol, deadline)
-        return None if h is None else (list(zip(pattern, map(float, h), strict=True)), err)
+        h, err = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol, deadline)
+        return (list(zip(pattern, map(float, h), strict=True)), err) if err <= tol else None
 
     def finish(x):
         extra_jacobians[0] += 1
@@ -256,7 +257,8 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
 def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int = 8):
     """x - J(x)^+ r(x) repeated while max |r| falls, with an approximate Jacobian J (a chord
     method: each step gains about as many digits as J agrees with the exact derivative).
-    Returns (x, max |r|), or (None, max |r|) when the residual stops falling above tol."""
+    Stops at max |r| <= tol, when the residual stops falling, or at the deadline; returns the
+    last x and its max |r|."""
     r = residual(x)
     err = float(np.abs(r).max())
     for _ in range(max_iter):
@@ -269,7 +271,7 @@ def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int
         if not err_trial < err:
             break
         x, r, err = trial, r_trial, err_trial
-    return (x if err <= tol else None), err
+    return x, err
 
 
 def _single(system):
