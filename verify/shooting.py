@@ -2,16 +2,16 @@
 
 One *member* holds S segments of Ls steps each (the alternating pattern 0, 1, 0, ... of step
 sizes or durations ``h_s``) and the S - 1 intermediate collections W_1, ..., W_{S-1}.  With
-W_0 = X, W_S = Y and Phi_s the end-point map of segment s (a network, or the Euler surrogate of a
-control with ``k`` layers per step, or the exact flow), the residual and its exact Jacobian are
+W_0 = X, W_S = Y and Phi_s the end-point map of segment s (a network, the RK4 surrogate of a
+control's flow, or the exact flow), the residual and its exact Jacobian are
 
     r = (Phi_1(W_0) - W_1, ..., Phi_S(W_{S-1}) - W_S)                  in R^(S m),
     dr_s / dh_s = dPhi_s / dh_s,   dr_s / dW_(s-1) = dPhi_s / dX_0,   dr_s / dW_s = -I.
 
-A zero residual chains the segments into one control from X to Y.  Each segment is a quarter or
-half as deep as a single control would be, so the fit is far less nonlinear: on Gaussian
-instances with m = 8 a single Levenberg-Marquardt start succeeded 2 times in 20, two segments
-9 times in 12 (issue 4 notes).  S = 1 is plain single shooting.
+A zero residual chains the segments into one control from X to Y.  Each segment composes 1/S
+of the maps a single control would, so the fit is far less nonlinear: on Gaussian instances
+with m = 8 (finite depth, 80 layers) single Levenberg-Marquardt starts succeeded 2 times in
+20, two-segment starts 8 times in 12 (issue 4 notes).  S = 1 is plain single shooting.
 
 :func:`population_lm` runs many Levenberg-Marquardt members in lock step (one batched network
 evaluation serves all of them) and replaces a member that stalls by a fresh start, seeded by its
@@ -21,10 +21,10 @@ start index, so a run with a work budget is deterministic.
 >>> from verify.blocks import gaussian_blocks
 >>> blocks = gaussian_blocks(0, 2)
 >>> X, Y = np.random.default_rng(1).normal(size=(2, 1, 2, 2))
->>> shape = Shooting(blocks, X, Y, segments=2, steps=4)
->>> x = shape.fresh(np.random.default_rng(0), 0.5)
->>> r, J = shape.system(x[None], sensitivities=True)
->>> r.shape, J.shape, shape.unknowns
+>>> shoot = Shooting(blocks, X, Y, segments=2, steps=4)
+>>> x = shoot.fresh(np.random.default_rng(0), 0.5)
+>>> r, J = shoot.system(x[None], sensitivities=True)
+>>> r.shape, J.shape, shoot.unknowns
 ((1, 8), (1, 8, 12), 12)
 """
 
@@ -47,8 +47,10 @@ from .rk4 import integrate_batch
 
 @dataclass(frozen=True)
 class Shooting:
-    """S segments of ``steps`` alternating steps from X to Y; ``substeps`` Euler layers per step
-    (1: the network itself).  A member is a vector: the S * steps step sizes, then W_1..W_{S-1}."""
+    """S segments of ``steps`` alternating steps from X to Y, each a network of residual layers
+    (``scheme="euler"``) or the RK4 surrogate of a control's flow with ``substeps`` RK4 steps
+    per control step (``scheme="rk4"``).  A member is a vector: the S * steps step sizes or
+    durations, then W_1, ..., W_{S-1}."""
 
     blocks: Sequence[Block]
     X: np.ndarray
@@ -92,23 +94,17 @@ class Shooting:
         return np.concatenate([H.ravel()] + Ws)
 
     def _network(self, H: np.ndarray, Z: np.ndarray, sensitivities: bool):
-        k = self.substeps
-        if self.scheme == "rk4":
-            with np.errstate(all="ignore"):
-                res = integrate_batch(self.blocks, self.pattern(), H, Z, substeps=k, sensitivities=sensitivities)
-            return res.end, res.d_steps, res.d_initial
-        pattern = [b for b in self.pattern() for _ in range(k)]
-        with np.errstate(all="ignore"):
-            res = apply_batch(self.blocks, pattern, np.repeat(H / k, k, axis=1), Z, sensitivities=sensitivities)
-        if not sensitivities:
-            return res.end, None, None
-        d = res.d_steps.reshape(res.d_steps.shape[:2] + (self.steps, k)).sum(axis=3) / k
-        return res.end, d, res.d_initial
+        with np.errstate(all="ignore"):  # overflow shows as a non-finite residual, which LM rejects
+            if self.scheme == "rk4":
+                res = integrate_batch(self.blocks, self.pattern(), H, Z, substeps=self.substeps, sensitivities=sensitivities)
+            else:
+                res = apply_batch(self.blocks, self.pattern(), H, Z, sensitivities=sensitivities)
+        return res.end, res.d_steps, res.d_initial
 
     def system(self, x: np.ndarray, sensitivities: bool = False, exact_flow: bool = False):
         """Residuals (P, S m) of members x (P, unknowns) and, when asked, Jacobians
         (P, S m, unknowns).  ``exact_flow`` uses the Taylor flow of each segment's control
-        instead of the Euler network (one member at a time; for polishing)."""
+        instead of the scheme (one member at a time; for polishing)."""
         P, S, m = x.shape[0], self.segments, self.m
         H, starts = self.split(x)
         if exact_flow:

@@ -200,9 +200,9 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
 
     def finish_continuous(x):
         """RK4 surrogate solved to 1e-3: Gauss-Newton on RK4 steps of half, a quarter and an
-        eighth the size to 1e-8, then chord steps on the exact flows of the segments (exact Taylor residual, RK4
-        Jacobian), chaining (flows compose exactly), and chord steps on the whole control
-        when the chaining amplified the residual past the tolerance."""
+        eighth the size to 1e-8; chord steps on the exact flows of the segments (exact Taylor
+        residuals, RK4 Jacobians); chaining (flows compose exactly); chord steps on the whole
+        control when the chaining amplified the residual past tolerance / 10."""
         fine = shoot
         for _ in range(3):  # RK4 steps halved three times: its error falls about tenfold each time
             fine = Shooting(blocks, X, Y, S, shoot.steps, 2 * fine.substeps, "rk4")
@@ -213,8 +213,9 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             extra_jacobians[0] += info["jacobians"]
             if not info["converged"]:
                 return None
-        x, err = _chord(lambda z: shoot.system(z[None], exact_flow=True)[0][0],
-                        lambda z: fine.system(z[None], True)[1][0], x, 0.01 * tol, deadline)
+        x, err, jac = _chord(lambda z: shoot.system(z[None], exact_flow=True)[0][0],
+                             lambda z: fine.system(z[None], True)[1][0], x, 0.01 * tol, deadline)
+        extra_jacobians[0] += jac
         if err > 0.1 * tol:
             return None
         pattern, h = chained(x)
@@ -224,11 +225,11 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         def jacobian(z):
             return integrate_batch(blocks, pattern, z[None], X[None], substeps=fine.substeps, sensitivities=True).d_steps[0]
 
-        h, err = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol, deadline)
+        h, err, jac = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol, deadline)
+        extra_jacobians[0] += jac
         return (list(zip(pattern, map(float, h), strict=True)), err) if err <= tol else None
 
     def finish(x):
-        extra_jacobians[0] += 1
         try:
             return finish_finite(x) if finite else finish_continuous(x)
         except IntegrationError:
@@ -258,20 +259,19 @@ def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int
     """x - J(x)^+ r(x) repeated while max |r| falls, with an approximate Jacobian J (a chord
     method: each step gains about as many digits as J agrees with the exact derivative).
     Stops at max |r| <= tol, when the residual stops falling, or at the deadline; returns the
-    last x and its max |r|."""
+    last x, its max |r| and the number of Jacobians evaluated."""
     r = residual(x)
-    err = float(np.abs(r).max())
-    for _ in range(max_iter):
-        if err <= tol or time.perf_counter() > deadline:
-            break
+    err, jacobians = float(np.abs(r).max()), 0
+    while err > tol and jacobians < max_iter and time.perf_counter() < deadline:
         with np.errstate(all="ignore"):
             trial = x + np.linalg.lstsq(jacobian(x), -r, rcond=1e-13)[0]
+        jacobians += 1
         r_trial = residual(trial)
         err_trial = float(np.abs(r_trial).max())
         if not err_trial < err:
             break
         x, r, err = trial, r_trial, err_trial
-    return x, err
+    return x, err, jacobians
 
 
 def _single(system):
