@@ -125,15 +125,24 @@ def apply_batch(
         if sensitivities:
             F, J = field_and_jacobian(blocks[b], Z)
             fields.append(F.reshape(B, N, nd, 1))
-            jacobians.append(J)
+            jacobians.append(np.eye(nd) + h[:, None, None, None] * J)
         else:
             F = field_numpy(blocks[b], Z)
         Z = Z + h[:, None, None, None] * F
     if not sensitivities:
         return NetworkResult(Z)
+    D, G = backward_batch(jacobians, fields, list(range(len(pattern))), len(pattern))
+    return NetworkResult(Z, D, G)
+
+
+def backward_batch(jacobians: list, vectors: list, columns: Sequence[int], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Batched chain rule through K maps with Jacobians A_k (B, N, nd, nd): column
+    ``columns[k]`` of D (B, N nd, width) accumulates G_k v_k with G_k = A_K ... A_(k+1) and
+    ``vectors[k]`` (B, N, nd, 1); returns D and the full product A_K ... A_1."""
+    B, N, nd, _ = jacobians[0].shape
     G = np.broadcast_to(np.eye(nd), (B, N, nd, nd))
-    D = np.empty((B, N, nd, len(pattern)))
-    for k in range(len(pattern) - 1, -1, -1):
-        D[..., k] = (G @ fields[k])[..., 0]
-        G = G + steps[:, k, None, None, None] * (G @ jacobians[k])
-    return NetworkResult(Z, D.reshape(B, N * nd, len(pattern)), G)
+    D = np.zeros((B, N, nd, width))
+    for k in range(len(jacobians) - 1, -1, -1):
+        D[..., columns[k]] += (G @ vectors[k])[..., 0]
+        G = G @ jacobians[k]
+    return D.reshape(B, N * nd, width), G

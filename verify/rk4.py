@@ -35,7 +35,7 @@ import numpy as np
 
 from .attention import field_and_jacobian, field_numpy
 from .blocks import Block
-from .network import NetworkResult
+from .network import NetworkResult, backward_batch
 
 
 def integrate_batch(
@@ -66,12 +66,8 @@ def integrate_batch(
             v_all.append(v / substeps)
     if not sensitivities:
         return NetworkResult(Z)
-    G = np.broadcast_to(np.eye(nd), (B, N, nd, nd))
-    D = np.zeros((B, N, nd, L))
-    for k in range(len(A_all) - 1, -1, -1):
-        D[..., k // substeps] += (G @ v_all[k])[..., 0]
-        G = G @ A_all[k]
-    return NetworkResult(Z, D.reshape(B, N * nd, L), G)
+    D, G = backward_batch(A_all, v_all, [k // substeps for k in range(len(A_all))], L)
+    return NetworkResult(Z, D, G)
 
 
 def _step_with_derivatives(block, Z, h, B, N, nd):
