@@ -72,21 +72,19 @@ def integrate_batch(
 
 def _step_with_derivatives(block, Z, h, B, N, nd):
     """One RK4 step: its state Jacobian A (B, N, nd, nd), d y+/d h (B, N, nd, 1) and y+."""
-    eye = np.eye(nd)
-    hm = h[..., 0]  # (B, 1, 1) broadcasts against (B, N, nd, nd) after one more axis
+    eye = np.eye(nd)  # h has shape (B, 1, 1, 1): it broadcasts against states and Jacobians alike
     k1, J1 = field_and_jacobian(block, Z)
     k2, J2 = field_and_jacobian(block, Z + h / 2 * k1)
     k3, J3 = field_and_jacobian(block, Z + h / 2 * k2)
     k4, J4 = field_and_jacobian(block, Z + h * k3)
     c = [k.reshape(B, N, nd, 1) for k in (k1, k2, k3, k4)]
-    hh = hm[..., None]  # (B, 1, 1, 1)
     dk1 = J1
-    dk2 = J2 @ (eye + hh / 2 * dk1)
-    dk3 = J3 @ (eye + hh / 2 * dk2)
-    dk4 = J4 @ (eye + hh * dk3)
-    A = eye + hh / 6 * (dk1 + 2 * dk2 + 2 * dk3 + dk4)
+    dk2 = J2 @ (eye + h / 2 * dk1)
+    dk3 = J3 @ (eye + h / 2 * dk2)
+    dk4 = J4 @ (eye + h * dk3)
+    A = eye + h / 6 * (dk1 + 2 * dk2 + 2 * dk3 + dk4)
     e2 = J2 @ (c[0] / 2)
-    e3 = J3 @ (c[1] / 2 + hh / 2 * e2)
-    e4 = J4 @ (c[2] + hh * e3)
-    v = (c[0] + 2 * c[1] + 2 * c[2] + c[3]) / 6 + hh / 6 * (2 * e2 + 2 * e3 + e4)
+    e3 = J3 @ (c[1] / 2 + h / 2 * e2)
+    e4 = J4 @ (c[2] + h * e3)
+    v = (c[0] + 2 * c[1] + 2 * c[2] + c[3]) / 6 + h / 6 * (2 * e2 + 2 * e3 + e4)
     return A, v, Z + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
