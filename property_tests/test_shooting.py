@@ -11,6 +11,7 @@ from theorems.reach import instance
 from verify.attention import field, field_and_jacobian, jacobian
 from verify.flow import flow
 from verify.network import apply, apply_batch
+from verify.newton import damped_step
 from verify.rk4 import integrate_batch
 from verify.shooting import Shooting, population_lm
 
@@ -136,3 +137,14 @@ def test_population_gives_up_after_its_starts():
     rec = population_lm(shoot, size=3, start=lambda i: shoot.fresh(np.random.default_rng(i), 0.5),
                         tol=1e-11, max_iter=20, max_starts=5)
     assert rec.found is None and rec.starts == 5 and rec.best > 1e-3
+
+
+def test_damped_step_gives_nan_for_a_member_whose_system_overflows():
+    """Regression (make reach, m = 128 continuous): one member's J J^T overflowed and
+    np.linalg.solve raised for the whole batch; now that member gets a NaN step (rejected)."""
+    J = np.random.default_rng(0).normal(size=(3, 4, 6))
+    J[1] = 1e200
+    step = damped_step(J, np.ones((3, 4)), np.full(3, 1e-3))
+    assert np.isnan(step[1]).all() and np.isfinite(step[[0, 2]]).all()
+    alone = damped_step(J[2], np.ones(4), 1e-3)
+    assert np.allclose(step[2], alone)

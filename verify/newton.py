@@ -92,16 +92,33 @@ def damped_step(J: np.ndarray, r: np.ndarray, lam: float | np.ndarray) -> np.nda
     """The Levenberg-Marquardt step, minimum-norm when there are fewer residuals than unknowns.
 
     Batched: J (..., rows, unknowns), r (..., rows) and lam (scalar or one per leading index);
-    the damping is lam times the mean squared column norm of J."""
-    scale = np.mean(np.sum(J * J, axis=-2), axis=-1)
-    mu = np.asarray(lam * np.where(scale > 0, scale, 1.0))[..., None]
-    Jt = np.swapaxes(J, -1, -2)
-    if J.shape[-2] <= J.shape[-1]:
-        A = J @ Jt
-        i = np.arange(A.shape[-1])
-        A[..., i, i] += mu
-        return (Jt @ np.linalg.solve(A, -r[..., None]))[..., 0]
-    A = Jt @ J
-    i = np.arange(A.shape[-1])
-    A[..., i, i] += mu
-    return np.linalg.solve(A, -(Jt @ r[..., None]))[..., 0]
+    the damping is lam times the mean squared column norm of J.  A system that cannot be solved
+    (its matrix overflowed or is singular in floating point) gives a NaN step, which the caller
+    rejects like any step that does not lower the residual."""
+    with np.errstate(all="ignore"):
+        scale = np.mean(np.sum(J * J, axis=-2), axis=-1)
+        mu = np.asarray(lam * np.where(scale > 0, scale, 1.0))[..., None]
+        Jt = np.swapaxes(J, -1, -2)
+        if J.shape[-2] <= J.shape[-1]:
+            A = J @ Jt
+            A[..., np.arange(A.shape[-1]), np.arange(A.shape[-1])] += mu
+            return (Jt @ _solve(A, -r[..., None]))[..., 0]
+        A = Jt @ J
+        A[..., np.arange(A.shape[-1]), np.arange(A.shape[-1])] += mu
+        return _solve(A, -(Jt @ r[..., None]))[..., 0]
+
+
+def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.linalg.solve over a batch, with NaN for the members whose system fails."""
+    try:
+        return np.linalg.solve(A, b)
+    except np.linalg.LinAlgError:
+        flat_A, flat_b = A.reshape((-1,) + A.shape[-2:]), b.reshape((-1,) + b.shape[-2:])
+        out = np.full(flat_b.shape, np.nan)
+        for i, (a, v) in enumerate(zip(flat_A, flat_b, strict=True)):
+            if np.all(np.isfinite(a)):
+                try:
+                    out[i] = np.linalg.solve(a, v)
+                except np.linalg.LinAlgError:
+                    pass
+        return out.reshape(b.shape)
