@@ -247,9 +247,10 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
                         finish=finish, patience=settings.patience, report=report)
     steps, err = rec.found or ([], math.inf)
     ok = err <= tol
+    why = (f"not found within {settings.time_budget:g} s ({rec.starts} start(s))" if time.perf_counter() >= deadline
+           else f"not found: all {rec.starts} start(s) stalled")
     msg = (f"reached the targets after {rec.starts} start(s)" if ok else
-           f"not found within {settings.time_budget:g} s and {rec.starts} start(s): best max |residual| "
-           f"of the {S}-segment fit = {rec.best:.2e}")
+           f"{why}; best max |residual| of the {S}-segment fit = {rec.best:.2e}")
     return Solution(ok, msg, steps, err, len(steps), float(sum(abs(t) for _, t in steps)), rec.starts,
                     rec.jacobians + extra_jacobians[0], time.perf_counter() - t0, asdict(settings),
                     [[settings.seed, i] for i in range(rec.starts)])
