@@ -202,7 +202,8 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         """RK4 surrogate solved to 1e-3: Gauss-Newton on RK4 steps of half, a quarter and an
         eighth the size to 1e-8; chord steps on the exact flows of the segments (exact Taylor
         residuals, RK4 Jacobians); chaining (flows compose exactly); chord steps on the whole
-        control when the chaining amplified the residual past tolerance / 10."""
+        control when the chaining amplified the residual past tolerance / 10 (and Gauss-Newton
+        with the exact flow's sensitivities if that is not enough)."""
         fine = shoot
         for _ in range(3):  # RK4 steps halved three times: its error falls about tenfold each time
             fine = Shooting(blocks, X, Y, S, shoot.steps, 2 * fine.substeps, "rk4")
@@ -227,6 +228,17 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
 
         h, err, jac = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol, deadline)
         extra_jacobians[0] += jac
+        if err > tol:  # the chaining amplified the residual beyond what RK4 Jacobians correct: exact ones
+
+            def fit(z):
+                res = flow(blocks, list(zip(pattern, z, strict=True)), X, sensitivities=True)
+                return res.end.ravel() - Y.ravel(), res.d_durations
+
+            with np.errstate(all="ignore"):
+                h, info = levenberg_marquardt(fit, h, tol=0.1 * tol, max_iter=4, deadline=deadline, gauss_newton_first=True,
+                                              residual_only=lambda z: _residual(blocks, pattern, z, X, Y, "continuous"))
+            extra_jacobians[0] += info["jacobians"]
+            err = info["residual"]
         return (list(zip(pattern, map(float, h), strict=True)), err) if err <= tol else None
 
     def finish(x):
