@@ -5,7 +5,10 @@
   both at the tolerances that give ~1e-13 agreement;
 * sensitivities (duration Jacobian and initial-data Jacobians): Taylor tangents vs DOP853 on
   the variational equations (baseline);
-* one high-precision flow at 30 digits with MPFR elements vs mpmath.mpf elements (baseline).
+* one high-precision flow at 30 digits with MPFR elements vs mpmath.mpf elements (baseline);
+* the solver's inner loop, m = 8 and 32: step and initial-data Jacobians of 16 networks of 10 m
+  layers at once (``apply_batch``, closed-form attention Jacobians) vs the generic per-network
+  ``apply`` for one network (baseline): the ratio is the cost of 16 starts in units of one.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from verify.attention import field, jacobian, jvp
 from verify.backend import namespace, precision
 from verify.blocks import gaussian_blocks
 from verify.flow import flow
+from verify.network import apply, apply_batch
 
 SHAPES = {8: (2, 2, 2), 18: (3, 3, 2), 32: (4, 4, 2), 64: (8, 4, 2), 128: (8, 8, 2)}
 CONTROL = [(0, 0.6), (1, -0.8), (0, 0.3), (1, 0.5)]
@@ -106,3 +110,23 @@ def test_high_precision_flow_30_digits(benchmark, element):
             return flow(blocks, CONTROL, namespace(element).asarray(X), tol=1e-27)
 
     benchmark.pedantic(run, rounds=2, iterations=1)
+
+
+def solver_networks(m, starts):
+    blocks, X = instance(m)
+    H = np.random.default_rng(1).uniform(-0.5, 0.5, size=(starts, 10 * m))
+    return blocks, [j % 2 for j in range(10 * m)], H, np.broadcast_to(X, (starts,) + X.shape)
+
+
+@pytest.mark.parametrize("m", [8, 32])
+def test_solver_jacobians_16_starts_batched(benchmark, m):
+    blocks, pattern, H, Z = solver_networks(m, 16)
+    benchmark.group = f"solver jacobians m={m}"
+    benchmark(apply_batch, blocks, pattern, H, Z, sensitivities=True)
+
+
+@pytest.mark.parametrize("m", [8, 32])
+def test_solver_jacobians_baseline_generic_one_start(benchmark, m):
+    blocks, pattern, H, Z = solver_networks(m, 1)
+    benchmark.group = f"solver jacobians m={m}"
+    benchmark(apply, blocks, list(zip(pattern, H[0], strict=True)), Z[0], sensitivities=True)
