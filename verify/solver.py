@@ -179,21 +179,31 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         steps = [step for seg in shoot.controls(x) for step in seg]
         return [b for b, _ in steps], np.array([t for _, t in steps])
 
+    def polish_whole(pattern, h, depth, max_iter):
+        """Gauss-Newton first, then damped steps, on the whole network or control with exact
+        Jacobians (network step derivatives, flow sensitivities), towards tolerance / 10."""
+
+        def fit(z):
+            steps = list(zip(pattern, z, strict=True))
+            if depth == "finite":
+                res = apply(blocks, steps, X, sensitivities=True)
+                return res.end.ravel() - Y.ravel(), res.d_steps
+            res = flow(blocks, steps, X, sensitivities=True)
+            return res.end.ravel() - Y.ravel(), res.d_durations
+
+        with np.errstate(all="ignore"):  # overflowing trial steps are rejected, not reported
+            h, info = levenberg_marquardt(fit, h, tol=0.1 * tol, max_iter=max_iter, deadline=deadline, gauss_newton_first=True,
+                                          residual_only=lambda z: _residual(blocks, pattern, z, X, Y, depth))
+        extra_jacobians[0] += info["jacobians"]
+        return h, info["residual"]
+
     def finish_finite(x):
         """The segments chained into one network; when the chaining amplified the segment
         residuals past tolerance / 10, Gauss-Newton on the whole network (exact Jacobians),
         so that a replay by other code has room."""
         pattern, h = chained(x)
-
-        def fit(z):
-            res = apply(blocks, list(zip(pattern, z, strict=True)), X, sensitivities=True)
-            return res.end.ravel() - Y.ravel(), res.d_steps
-
         if replay_error(blocks, list(zip(pattern, h, strict=True)), X, Y, "finite") > 0.1 * tol:
-            with np.errstate(all="ignore"):
-                h, info = levenberg_marquardt(fit, h, tol=0.1 * tol, max_iter=30, deadline=deadline, gauss_newton_first=True,
-                                              residual_only=lambda z: _residual(blocks, pattern, z, X, Y, "finite"))
-            extra_jacobians[0] += info["jacobians"]
+            h, _ = polish_whole(pattern, h, "finite", 30)
         steps = [(b, float(t)) for b, t in zip(pattern, h, strict=True) if t != 0]  # a zero layer is the identity
         err = replay_error(blocks, steps, X, Y, "finite")
         return (steps, err) if err <= tol else None
@@ -229,16 +239,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         h, err, jac = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol, deadline)
         extra_jacobians[0] += jac
         if err > tol:  # the chaining amplified the residual beyond what RK4 Jacobians correct: exact ones
-
-            def fit(z):
-                res = flow(blocks, list(zip(pattern, z, strict=True)), X, sensitivities=True)
-                return res.end.ravel() - Y.ravel(), res.d_durations
-
-            with np.errstate(all="ignore"):
-                h, info = levenberg_marquardt(fit, h, tol=0.1 * tol, max_iter=4, deadline=deadline, gauss_newton_first=True,
-                                              residual_only=lambda z: _residual(blocks, pattern, z, X, Y, "continuous"))
-            extra_jacobians[0] += info["jacobians"]
-            err = info["residual"]
+            h, err = polish_whole(pattern, h, "continuous", 4)
         return (list(zip(pattern, map(float, h), strict=True)), err) if err <= tol else None
 
     def finish(x):
