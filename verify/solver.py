@@ -202,11 +202,15 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         residuals past tolerance / 10, Gauss-Newton on the whole network (exact Jacobians),
         so that a replay by other code has room."""
         pattern, h = chained(x)
-        if replay_error(blocks, list(zip(pattern, h, strict=True)), X, Y, "finite") > 0.1 * tol:
+
+        def layers(h):
+            return [(b, float(t)) for b, t in zip(pattern, h, strict=True) if t != 0]  # a zero layer is the identity
+
+        err = replay_error(blocks, layers(h), X, Y, "finite")
+        if err > 0.1 * tol:
             h, _ = polish_whole(pattern, h, "finite", 30)
-        steps = [(b, float(t)) for b, t in zip(pattern, h, strict=True) if t != 0]  # a zero layer is the identity
-        err = replay_error(blocks, steps, X, Y, "finite")
-        return (steps, err) if err <= tol else None
+            err = replay_error(blocks, layers(h), X, Y, "finite")
+        return (layers(h), err) if err <= tol else None
 
     def finish_continuous(x):
         """RK4 surrogate solved to 1e-3: Gauss-Newton on RK4 steps of half, a quarter and an
