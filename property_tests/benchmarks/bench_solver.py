@@ -29,7 +29,8 @@ INSTANCES = int(os.environ.get("REACH_INSTANCES", "10"))
 BUDGET = float(os.environ.get("REACH_BUDGET", "60"))
 METHODS = {
     "lm": dict(method="lm"),
-    "plain-lm": dict(method="lm", max_iter=300, max_starts=1, population=1, segments=1),  # one start, single shooting
+    # one start of 300 Jacobians, single shooting of 10 m layers or steps (DESIGN §6)
+    "plain-lm": dict(method="lm", steps_per_dim=10, segments=1, max_iter=300, max_starts=1, population=1),
 }
 
 
