@@ -75,10 +75,10 @@ def trajectory(blocks: Sequence[Block], X: np.ndarray, steps, depth: str, per_st
 
 
 def solver_settings(depth: str, seed: int, profile: dict) -> Settings:
-    """The solver's settings for a theorem check: ``profile["starts"]`` random starts of at most
-    the depth's ``max_iter`` Jacobians each (:data:`verify.solver.DEPTH_DEFAULTS`), so the result does not depend on the machine's speed and two runs
-    write the same report; ``profile["budget"]`` seconds is only a safety cap (a check that hits
-    it fails as not found)."""
+    """The solver's settings for a theorem check: ``profile["starts"]`` random starts of at
+    most the depth's ``max_iter`` Jacobians each (:data:`verify.solver.DEPTH_DEFAULTS`), so the
+    result does not depend on the machine's speed and two runs write the same report;
+    ``profile["budget"]`` seconds is only a safety cap (a check that hits it fails as not found)."""
     return Settings(depth=depth, seed=seed, time_budget=profile["budget"],
                     max_starts=profile["starts"])
 
