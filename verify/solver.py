@@ -85,11 +85,13 @@ class Settings:
     max_moves: int = 2_000  # steer
 
 
-# Shooting shape per depth, measured on seed 11 instances (issue 4 notes).  Finite depth: short
-# networks (2 m layers in 3 segments, 1000 Jacobians per start) solved 33 of 96 starts at m = 18
-# where 10 m layers in 2 segments with 300 Jacobians solved 6 of 96, each start costing a fifth.
-# Continuous depth keeps 10 m steps in 2 segments: there the short controls did worse
-# (m = 8: 2 to 3 of 8 instances against 3 of 6 in 30 s), their RK4 surrogate being too coarse.
+# Shooting shape per depth, measured on seed 11 and 12 instances (README, "Solver reach").
+# Finite depth: short networks do better.  At m = 18, 32 starts on each of three instances:
+# 180 layers in 2 segments (the old default) solved 6 of 96 fits in 300 Jacobians, 36 layers in
+# 2 or 3 segments 13 to 14, 27 layers in 3 segments 33 in 1000 Jacobians, each start costing a
+# fifth or less; 2 m layers in 3 segments with 1000 Jacobians solved 8 of 8 instances in 30 s.
+# Continuous depth keeps 10 m steps in 2 segments: short controls did no better there (m = 8:
+# 2 or 3 of 8 instances in 30 s).
 DEPTH_DEFAULTS = {
     "finite": {"steps_per_dim": 2, "segments": 3, "max_iter": 1000},
     "continuous": {"steps_per_dim": 10, "segments": 2, "max_iter": 300},
