@@ -81,19 +81,17 @@ def propagated_rounding(blocks: Sequence[Block], layers: Sequence[tuple[int, flo
     >>> bool(propagated_rounding(gaussian_blocks(0, 2), [(0, 0.5), (1, -0.2)], X) < 1e-15)
     True
     """
-    Z = np.asarray(X, dtype=float)
-    N, nd = Z.shape[0], Z.shape[1] * Z.shape[2]
-    steps, scales = [], [np.abs(Z).reshape(N, nd)]
-    for b, h in validate.steps(layers, "layers"):
-        F, J = field_and_jacobian(blocks[b], Z)
-        steps.append(np.eye(nd) + h * J)
-        Z = Z + h * F
-        scales.append((np.abs(Z) + np.abs(h * F)).reshape(N, nd))
+    layers = validate.steps(layers, "layers")
+    H = np.array([[h for _, h in layers]], dtype=float)
+    states, fields, jacobians = _forward(blocks, [b for b, _ in layers], H, np.asarray(X, dtype=float)[None], True)
+    N, nd = states[0].shape[1], states[0].shape[2] * states[0].shape[3]
+    scales = [np.abs(states[0]).reshape(N, nd)] + [
+        np.abs(Z).reshape(N, nd) + np.abs(h * F).reshape(N, nd) for Z, h, F in zip(states[1:], H[0], fields, strict=True)]
     c = max(float(np.max(s)) for s in scales) or 1.0  # squares of scales near 1e-300 would underflow
     scales = [s / c for s in scales]
     G, total = np.broadcast_to(np.eye(nd), (N, nd, nd)), scales[-1] ** 2
-    for A, s in zip(reversed(steps), reversed(scales[:-1]), strict=True):
-        G = G @ A
+    for A, s in zip(reversed(jacobians), reversed(scales[:-1]), strict=True):
+        G = G @ A[0]
         total = total + np.einsum("qij,qj->qi", G**2, s**2)
     return unit * c * float(np.sqrt(total).max())
 
@@ -156,21 +154,29 @@ def apply_batch(
     >>> bool(np.abs(res.d_steps[1] - one.d_steps).max() < 1e-13)
     True
     """
+    states, fields, jacobians = _forward(blocks, pattern, steps, Z, sensitivities)
+    if not sensitivities:
+        return NetworkResult(states[-1])
+    D, G = backward_batch(jacobians, fields, list(range(len(pattern))), len(pattern))
+    return NetworkResult(states[-1], D, G)
+
+
+def _forward(blocks, pattern, steps, Z, derivatives: bool) -> tuple[list, list, list]:
+    """The states Z_0, ..., Z_L of a batch of networks (steps (B, L), Z (B, N, n, d)) and, with
+    ``derivatives``, each layer's field F (B, N, n d, 1) and Jacobian I + h DF (B, N, n d, n d)."""
     B, N, n, d = Z.shape
     nd = n * d
-    fields, jacobians = [], []
+    states, fields, jacobians = [Z], [], []
     for b, h in zip(pattern, steps.T, strict=True):
-        if sensitivities:
+        if derivatives:
             F, J = field_and_jacobian(blocks[b], Z)
             fields.append(F.reshape(B, N, nd, 1))
             jacobians.append(np.eye(nd) + h[:, None, None, None] * J)
         else:
             F = field_numpy(blocks[b], Z)
         Z = Z + h[:, None, None, None] * F
-    if not sensitivities:
-        return NetworkResult(Z)
-    D, G = backward_batch(jacobians, fields, list(range(len(pattern))), len(pattern))
-    return NetworkResult(Z, D, G)
+        states.append(Z)
+    return states, fields, jacobians
 
 
 def backward_batch(jacobians: list, vectors: list, columns: Sequence[int], width: int) -> tuple[np.ndarray, np.ndarray]:
