@@ -233,13 +233,15 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         def layers(h):
             return [(b, float(t)) for b, t in zip(pattern, h, strict=True) if t != 0]  # a zero layer is the identity
 
-        err = replay_error(blocks, layers(h), X, Y, "finite")
+        net = layers(h)
+        err = replay_error(blocks, net, X, Y, "finite")
         if err > 0.1 * tol:
             h, _ = polish_whole(pattern, h, "finite", 30)
-            err = replay_error(blocks, layers(h), X, Y, "finite")
-        if err + 2 * propagated_rounding(blocks, layers(h), X) > tol:  # another replay: at most 2 estimates away
+            net = layers(h)
+            err = replay_error(blocks, net, X, Y, "finite")
+        if err + 2 * propagated_rounding(blocks, net, X) > tol:  # another replay: at most 2 estimates away
             return None
-        return layers(h), err
+        return net, err
 
     def finish_continuous(x):
         """RK4 surrogate solved to 1e-3: Gauss-Newton on RK4 steps of half, a quarter and an
