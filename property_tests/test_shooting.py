@@ -97,7 +97,7 @@ def test_shooting_jacobian_matches_central_differences(p, segments, scheme):
     blocks, X, _ = p
     Y = X + 0.3
     shoot = Shooting(blocks, X, Y, segments, 3, 1, scheme)
-    x = shoot.fresh(np.random.default_rng(0), 0.5)[None]
+    x = shoot.fresh(np.random.default_rng(0), 0.5, "images")[None]
     r, J = shoot.system(x, sensitivities=True)
     e = 1e-6
     for j in range(shoot.unknowns):
@@ -105,8 +105,13 @@ def test_shooting_jacobian_matches_central_differences(p, segments, scheme):
         dx[0, j] = e
         fd = (shoot.system(x + dx)[0] - shoot.system(x - dx)[0]) / (2 * e)
         assert np.abs(fd[0] - J[0, :, j]).max() <= 1e-6 * (1 + np.abs(J).max())
-    if segments > 1:  # a fresh start chains the first segments exactly: only the last one misses
+    if segments > 1:  # an "images" start chains the first segments exactly: only the last one misses
         assert np.abs(r[0, : (segments - 1) * X.size]).max() <= 1e-12 * (1 + np.abs(x).max())
+    path = shoot.fresh(np.random.default_rng(0), 0.5)  # the default start: states on the straight path
+    _, W = shoot.split(path[None])
+    assert np.array_equal(path[: segments * 3], x[0, : segments * 3])  # the same step sizes
+    for s in range(segments):
+        assert np.allclose(W[0, s], X + (s / segments) * (Y - X), rtol=0, atol=1e-15)
 
 
 def test_exact_flow_segments_agree_with_the_rk4_surrogate_as_it_refines():

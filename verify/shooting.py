@@ -83,13 +83,18 @@ class Shooting:
         H, _ = self.split(x[None])
         return [[(b, float(t)) for b, t in zip(self.pattern(), hs, strict=True)] for hs in H[0]]
 
-    def fresh(self, rng: np.random.Generator, scale: float) -> np.ndarray:
-        """A start: step sizes uniform in [-scale, scale], each W_s the image of W_(s-1) under
-        segment s (so only the last segment misses, by the distance to Y)."""
+    def fresh(self, rng: np.random.Generator, scale: float, states: str = "path") -> np.ndarray:
+        """A start: step sizes uniform in [-scale, scale] and intermediate states either on the
+        straight path, W_s = X + (s / S)(Y - X) (``states="path"``: every segment misses by a
+        1/S share of the distance), or the images of W_(s-1) under segment s
+        (``states="images"``: only the last segment misses, by the whole distance to Y)."""
         H = rng.uniform(-scale, scale, size=(self.segments, self.steps))
         Ws, Z = [], self.X[None]
-        for s in range(self.segments - 1):
-            Z = self._network(H[s][None], Z, False)[0]
+        for s in range(1, self.segments):
+            if states == "path":
+                Z = self.X + (s / self.segments) * (self.Y - self.X)
+            else:
+                Z = self._network(H[s - 1][None], Z, False)[0]
             Ws.append(Z.ravel())
         return np.concatenate([H.ravel()] + Ws)
 

@@ -7,7 +7,8 @@ invariant forbids:
   the alternating pattern cut into ``segments`` segments whose intermediate states are unknowns
   too (their defaults depend on the depth: ``DEPTH_DEFAULTS``, filled in by :func:`resolve`),
   fitted by a ``population`` of Levenberg-Marquardt starts in lock step (minimum-norm
-  steps; step sizes uniform in [-scale, scale] from ``default_rng([seed, start])``); a start
+  steps; step sizes uniform in [-scale, scale] from ``default_rng([seed, start])``, and the
+  intermediate states on the straight path from X to Y, ``states="path"``); a start
   that has used ``max_iter`` Jacobians (or, with ``patience``, stopped halving its residual) is
   replaced by the next one, until ``max_starts`` or ``time_budget`` runs out.
   Finite depth fits the layers themselves (exact Jacobians); the first start within
@@ -73,6 +74,7 @@ class Settings:
     segments: int | None = None  # lm: shooting segments (1: single shooting; None: DEPTH_DEFAULTS)
     population: int = 16  # lm: starts fitted in lock step
     scale: float = 0.5  # lm: initial durations uniform in [-scale, scale]
+    states: str = "path"  # lm: initial intermediate states on the straight path X -> Y, or "images" (Shooting.fresh)
     substeps: int = 1  # lm, continuous depth: RK4 steps per control step in the population fit
     max_iter: int | None = None  # lm: Jacobians per start (None: DEPTH_DEFAULTS)
     patience: int = 0  # lm: replace a start whose residual has not halved in this many Jacobians (0: never)
@@ -93,6 +95,11 @@ class Settings:
 # Continuous depth keeps 10 m steps in 2 segments: short controls did no better there (m = 8:
 # 2 or 3 of 8 instances in 30 s), and 3 segments, 4 of 8 against 2 of 8 on seed 11, solved
 # 4 of 10 reach instances (seed 0, 60 s) where 2 segments had solved 5.
+# Continuous depth: Jacobians per refit of the RK4 surrogate on halved steps.  30 lost a seed 11
+# m = 8 instance whose refit needed 31; with 60 it solved 4 of 8 instances in 30 s, against 3.
+# (A homotopy between the two step sizes did worse, 3 of 8: where one refit fails, the coarse
+# surrogate's solution is mostly an artefact of its steps, and tracking it costs the budget.)
+REFINE_JACOBIANS = 60
 DEPTH_DEFAULTS = {
     "finite": {"steps_per_dim": 2, "segments": 3, "max_iter": 1000},
     "continuous": {"steps_per_dim": 10, "segments": 2, "max_iter": 300},
@@ -197,7 +204,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     extra_jacobians = [0]
 
     def start(index: int) -> np.ndarray:
-        return shoot.fresh(np.random.default_rng([settings.seed, index]), settings.scale)
+        return shoot.fresh(np.random.default_rng([settings.seed, index]), settings.scale, settings.states)
 
     def chained(x) -> tuple[list[int], np.ndarray]:
         steps = [step for seg in shoot.controls(x) for step in seg]
@@ -254,7 +261,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             fine = Shooting(blocks, X, Y, S, shoot.steps, 2 * fine.substeps, "rk4")
             with np.errstate(all="ignore"):
                 x, info = levenberg_marquardt(lambda z, f=fine: _single(f.system(z[None], True)), x, tol=1e-8,
-                                              max_iter=30, deadline=deadline, gauss_newton_first=True,
+                                              max_iter=REFINE_JACOBIANS, deadline=deadline, gauss_newton_first=True,
                                               residual_only=lambda z, f=fine: f.system(z[None])[0][0])
             extra_jacobians[0] += info["jacobians"]
             if not info["converged"]:
