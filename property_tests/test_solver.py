@@ -58,6 +58,15 @@ def test_orientation_and_order_obstructions():
     check_admissible(X1, X1 * 2.0)  # same order: fine
 
 
+@pytest.mark.parametrize("field,value,message", [("depth", "deep", "unknown depth 'deep'"),
+                                                   ("states", "random", "unknown start states 'random'"),
+                                                   ("method", "bfgs", "unknown method 'bfgs'")])
+def test_unknown_settings_are_refused(field, value, message):
+    X, Y, blocks = instance(4, 0)
+    with pytest.raises(InputError, match=message):
+        solve(blocks, X, Y, Settings(**{field: value}))
+
+
 def test_realisation_is_a_commutator_with_the_right_sign():
     steps = realize(((0, 1)), -0.09)
     assert merge(steps + inverse(steps)) == []

@@ -88,6 +88,8 @@ class Shooting:
         straight path, W_s = X + (s / S)(Y - X) (``states="path"``: every segment misses by a
         1/S share of the distance), or the images of W_(s-1) under segment s
         (``states="images"``: only the last segment misses, by the whole distance to Y)."""
+        if states not in ("path", "images"):
+            raise ValueError(f"states must be 'path' or 'images', not {states!r}")
         H = rng.uniform(-scale, scale, size=(self.segments, self.steps))
         Ws, Z = [], self.X[None]
         for s in range(1, self.segments):

@@ -95,15 +95,16 @@ class Settings:
 # Continuous depth keeps 10 m steps in 2 segments: short controls did no better there (m = 8:
 # 2 or 3 of 8 instances in 30 s), and 3 segments, 4 of 8 against 2 of 8 on seed 11, solved
 # 4 of 10 reach instances (seed 0, 60 s) where 2 segments had solved 5.
+DEPTH_DEFAULTS = {
+    "finite": {"steps_per_dim": 2, "segments": 3, "max_iter": 1000},
+    "continuous": {"steps_per_dim": 10, "segments": 2, "max_iter": 300},
+}
+
 # Continuous depth: Jacobians per refit of the RK4 surrogate on halved steps.  30 lost a seed 11
 # m = 8 instance whose refit needed 31; with 60 it solved 4 of 8 instances in 30 s, against 3.
 # (A homotopy between the two step sizes did worse, 3 of 8: where one refit fails, the coarse
 # surrogate's solution is mostly an artefact of its steps, and tracking it costs the budget.)
 REFINE_JACOBIANS = 60
-DEPTH_DEFAULTS = {
-    "finite": {"steps_per_dim": 2, "segments": 3, "max_iter": 1000},
-    "continuous": {"steps_per_dim": 10, "segments": 2, "max_iter": 300},
-}
 
 
 def resolve(settings: Settings) -> Settings:
@@ -182,6 +183,8 @@ def solve(
     """Find a control (continuous) or network (finite) taking X to Y; see module docstring."""
     if settings.depth not in DEPTH_DEFAULTS:
         raise InputError(f"unknown depth {settings.depth!r}; choose 'continuous' or 'finite'")
+    if settings.states not in ("path", "images"):
+        raise InputError(f"unknown start states {settings.states!r}; choose 'path' or 'images'")
     check_admissible(X, Y, bool(blocks[0].causal))
     settings = resolve(settings)
     if settings.method == "steer":
