@@ -44,6 +44,8 @@ from .network import apply_batch
 from .newton import damped_step
 from .rk4 import integrate_batch
 
+START_STATES = ("path", "images")  # how :meth:`Shooting.fresh` places the intermediate states
+
 
 @dataclass(frozen=True)
 class Shooting:
@@ -88,7 +90,7 @@ class Shooting:
         straight path, W_s = X + (s / S)(Y - X) (``states="path"``: every segment misses by a
         1/S share of the distance), or the images of W_(s-1) under segment s
         (``states="images"``: only the last segment misses, by the whole distance to Y)."""
-        if states not in ("path", "images"):
+        if states not in START_STATES:
             raise ValueError(f"states must be 'path' or 'images', not {states!r}")
         H = rng.uniform(-scale, scale, size=(self.segments, self.steps))
         Ws, Z = [], self.X[None]

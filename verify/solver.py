@@ -60,7 +60,7 @@ from .network import apply, propagated_rounding
 from .newton import levenberg_marquardt
 from .rank import degree_scales
 from .rk4 import integrate_batch
-from .shooting import PopulationRecord, Shooting, population_lm
+from .shooting import START_STATES, PopulationRecord, Shooting, population_lm
 from .steering import Steps, merge, steer
 
 
@@ -183,7 +183,7 @@ def solve(
     """Find a control (continuous) or network (finite) taking X to Y; see module docstring."""
     if settings.depth not in DEPTH_DEFAULTS:
         raise InputError(f"unknown depth {settings.depth!r}; choose 'continuous' or 'finite'")
-    if settings.states not in ("path", "images"):
+    if settings.states not in START_STATES:
         raise InputError(f"unknown start states {settings.states!r}; choose 'path' or 'images'")
     check_admissible(X, Y, bool(blocks[0].causal))
     settings = resolve(settings)
