@@ -102,13 +102,13 @@ def damped_step(J: np.ndarray, r: np.ndarray, lam: float | np.ndarray) -> np.nda
         if J.shape[-2] <= J.shape[-1]:
             A = J @ Jt
             A[..., np.arange(A.shape[-1]), np.arange(A.shape[-1])] += mu
-            return (Jt @ _solve(A, -r[..., None]))[..., 0]
+            return (Jt @ solve_or_nan(A, -r[..., None]))[..., 0]
         A = Jt @ J
         A[..., np.arange(A.shape[-1]), np.arange(A.shape[-1])] += mu
-        return _solve(A, -(Jt @ r[..., None]))[..., 0]
+        return solve_or_nan(A, -(Jt @ r[..., None]))[..., 0]
 
 
-def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+def solve_or_nan(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     """np.linalg.solve over a batch, with NaN for the members whose system fails."""
     try:
         return np.linalg.solve(A, b)

@@ -41,7 +41,7 @@ import numpy as np
 from .blocks import Block
 from .flow import flow
 from .network import apply_batch
-from .newton import damped_step
+from .newton import solve_or_nan
 from .rk4 import integrate_batch
 
 START_STATES = ("path", "images")  # how :meth:`Shooting.fresh` places the intermediate states
@@ -114,6 +114,14 @@ class Shooting:
         """Residuals (P, S m) of members x (P, unknowns) and, when asked, Jacobians
         (P, S m, unknowns).  ``exact_flow`` uses the Taylor flow of each segment's control
         instead of the scheme (one member at a time; for polishing)."""
+        r, parts = self.parts(x, sensitivities, exact_flow)
+        return r, (None if parts is None else self.dense(parts))
+
+    def parts(self, x: np.ndarray, sensitivities: bool = False, exact_flow: bool = False):
+        """Residuals (P, S m) and, when asked, the Jacobian's nonzero blocks ``(H, D)``:
+        H (P, S, m, steps) = dPhi_s / dh_s, and D (P, S, N, n d, n d) = dPhi_s / dW_s per
+        sequence (D[:, 0] is unused: W_0 = X is fixed).  :meth:`dense` assembles J from them and
+        :func:`shooting_step` takes the damped step without assembling it."""
         P, S, m = x.shape[0], self.segments, self.m
         H, starts = self.split(x)
         if exact_flow:
@@ -125,19 +133,27 @@ class Shooting:
         if not sensitivities:
             return r, None
         N, nd = self.X.shape[0], self.X.shape[1] * self.X.shape[2]
+        return r, (dH.reshape(P, S, m, self.steps), dW.reshape(P, S, N, nd, nd))
+
+    def dense(self, parts) -> np.ndarray:
+        """The Jacobian (P, S m, unknowns) from :meth:`parts`:
+
+            dr_s / dh_s = H_s,   dr_s / dW_s = D_s (s >= 1),   dr_s / dW_(s+1) = -I (s <= S - 2)."""
+        dH, dW = parts
+        P, S, m, L = dH.shape
+        N, nd = dW.shape[2], dW.shape[3]
         J = np.zeros((P, S * m, self.unknowns))
-        dH, dW = dH.reshape(P, S, m, self.steps), dW.reshape(P, S, N, nd, nd)
-        h = S * self.steps
+        h = S * L
         for s in range(S):
             rows = slice(s * m, (s + 1) * m)
-            J[:, rows, s * self.steps:(s + 1) * self.steps] = dH[:, s]
-            if s > 0:  # d r_s / d W_(s-1): the segment's own initial-state Jacobian, block diagonal
+            J[:, rows, s * L:(s + 1) * L] = dH[:, s]
+            if s > 0:  # d r_s / d W_s: the segment's own initial-state Jacobian, block diagonal
                 c = h + (s - 1) * m
                 for q in range(N):
                     J[:, s * m + q * nd:s * m + (q + 1) * nd, c + q * nd:c + (q + 1) * nd] = dW[:, s, q]
             if s < S - 1:
                 J[:, rows, h + s * m:h + (s + 1) * m] -= np.eye(m)
-        return r, J
+        return J
 
     def _flows(self, H, starts, sensitivities):
         ends, dHs, dWs = [], [], []
@@ -147,6 +163,61 @@ class Shooting:
             dHs.append(res.d_durations)
             dWs.append(res.d_initial)
         return np.array(ends), (np.array(dHs) if sensitivities else None), (np.array(dWs) if sensitivities else None)
+
+
+def shooting_step(parts, r: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """The Levenberg-Marquardt step of :func:`verify.newton.damped_step` for a shooting system,
+    from the blocks of :meth:`Shooting.parts` without the dense Jacobian: dx = J^T y with
+
+        (J J^T + mu I) y = -r,   mu = lam * (mean squared column norm of J),
+
+    where J J^T is block tridiagonal in the segments (blocks m x m):
+
+        A_ss = H_s H_s^T + D_s D_s^T [s >= 1] + I [s <= S - 2] + mu I,   A_(s+1,s) = -D_(s+1),
+
+    solved by block elimination (S solves of size m instead of one of size S m), and
+    dh_s = H_s^T y_s, dW_s = -y_(s-1) + D_s^T y_s.  Batched over members (P, ...); a member
+    whose system fails gets a NaN step.
+
+    >>> import numpy as np
+    >>> from verify.blocks import gaussian_blocks
+    >>> from verify.newton import damped_step
+    >>> X, Y = np.random.default_rng(1).normal(size=(2, 2, 2, 2))
+    >>> shoot = Shooting(gaussian_blocks(0, 2), X, Y, segments=3, steps=4)
+    >>> x = np.array([shoot.fresh(np.random.default_rng(k), 0.5) for k in range(2)])
+    >>> r, parts = shoot.parts(x, sensitivities=True)
+    >>> lam = np.array([1e-3, 1.0])
+    >>> bool(np.allclose(shooting_step(parts, r, lam), damped_step(shoot.dense(parts), r, lam)))
+    True
+    """
+    H, D = parts
+    P, S, m, L = H.shape
+    N, nd = D.shape[2], D.shape[3]
+    with np.errstate(all="ignore"):
+        Dm = np.zeros((P, S, m, m))  # D_s as m x m block-diagonal matrices
+        for q in range(N):
+            Dm[:, :, q * nd:(q + 1) * nd, q * nd:(q + 1) * nd] = D[:, :, q]
+        Dm[:, 0] = 0.0  # W_0 = X is no unknown
+        unknowns = S * L + (S - 1) * m
+        scale = (np.sum(H * H, axis=(1, 2, 3)) + np.sum(Dm * Dm, axis=(1, 2, 3)) + (S - 1) * m) / unknowns
+        mu = np.asarray(lam * np.where(scale > 0, scale, 1.0))[:, None]
+        eye = np.eye(m)
+        A = H @ np.swapaxes(H, -1, -2) + Dm @ np.swapaxes(Dm, -1, -2)
+        A[:, : S - 1] += eye
+        A[..., np.arange(m), np.arange(m)] += mu[:, None, :]
+        b = -r.reshape(P, S, m)
+        C, rhs, Z = A[:, 0], b[:, 0], [None] * S
+        for s in range(1, S):  # eliminate block s - 1: A_(s,s-1) = -D_s, A_(s-1,s) = -D_s^T
+            Z[s] = solve_or_nan(C, np.concatenate([-np.swapaxes(Dm[:, s], -1, -2), rhs[..., None]], axis=-1))
+            C = A[:, s] + Dm[:, s] @ Z[s][..., :m]
+            rhs = b[:, s] + (Dm[:, s] @ Z[s][..., m:])[..., 0]
+        y = np.empty((P, S, m))
+        y[:, S - 1] = solve_or_nan(C, rhs[..., None])[..., 0]
+        for s in range(S - 2, -1, -1):
+            y[:, s] = Z[s + 1][..., m] - (Z[s + 1][..., :m] @ y[:, s + 1, :, None])[..., 0]
+        dh = (np.swapaxes(H, -1, -2) @ y[..., None])[..., 0]
+        dW = -y[:, :-1] + (np.swapaxes(Dm[:, 1:], -1, -2) @ y[:, 1:, :, None])[..., 0]
+    return np.concatenate([dh.reshape(P, S * L), dW.reshape(P, (S - 1) * m)], axis=1)
 
 
 @dataclass
@@ -173,7 +244,8 @@ def population_lm(
     patience: int = 0,
     report: Callable[[PopulationRecord], None] | None = None,
 ) -> PopulationRecord:
-    """Levenberg-Marquardt (minimum-norm steps, :func:`verify.newton.damped_step`) on ``size``
+    """Levenberg-Marquardt (minimum-norm steps, :func:`shooting_step`: the step of
+    :func:`verify.newton.damped_step` without assembling the Jacobian) on ``size``
     members in lock step.  A member whose max |r| reaches ``tol`` is handed to ``finish`` (a
     polish; None means it failed) and the first that finishes is returned; a member that has
     used ``max_iter`` Jacobians, whose damping passes 1e12 or that finished without success is
@@ -188,7 +260,7 @@ def population_lm(
         return out
 
     x = draw(min(size, max_starts))
-    r, J = shooting.system(x, sensitivities=True)
+    r, (H, D) = shooting.parts(x, sensitivities=True)
     rec.jacobians += len(x)
     lam, iters = np.full(len(x), 1e-3), np.ones(len(x), dtype=int)
     mark, due_at = np.abs(r).max(axis=1), np.full(len(x), 1 + patience)  # max |r| at the last check, next check
@@ -204,7 +276,8 @@ def population_lm(
                 rec.found = out
                 return rec
             failed.append(j)
-        stalled = (iters >= max_iter) | (lam > 1e12) | ~np.isfinite(rmax) | ~np.isfinite(J).all(axis=(1, 2))
+        finite_jacobian = np.isfinite(H).all(axis=(1, 2, 3)) & np.isfinite(D).all(axis=(1, 2, 3, 4))
+        stalled = (iters >= max_iter) | (lam > 1e12) | ~np.isfinite(rmax) | ~finite_jacobian
         if patience:
             due = iters >= due_at
             stalled |= due & (rmax > 0.5 * mark)
@@ -215,24 +288,25 @@ def population_lm(
             if new:
                 idx = dead[:new]
                 x[idx] = draw(new)
-                r[idx], J[idx] = shooting.system(x[idx], sensitivities=True)
+                r[idx], (H[idx], D[idx]) = shooting.parts(x[idx], sensitivities=True)
                 rec.jacobians += new
                 lam[idx], iters[idx] = 1e-3, 1
                 mark[idx], due_at[idx] = np.abs(r[idx]).max(axis=1), 1 + patience
             keep = np.setdiff1d(np.arange(len(x)), dead[new:])
-            x, r, J, lam, iters, mark, due_at = x[keep], r[keep], J[keep], lam[keep], iters[keep], mark[keep], due_at[keep]
+            x, r, H, D, lam, iters = x[keep], r[keep], H[keep], D[keep], lam[keep], iters[keep]
+            mark, due_at = mark[keep], due_at[keep]
             if not len(x):
                 break
         cost = np.einsum("pi,pi->p", r, r)
-        trial = x + damped_step(J, r, lam)
-        r_trial, _ = shooting.system(trial)
+        trial = x + shooting_step((H, D), r, lam)
+        r_trial, _ = shooting.parts(trial)
         cost_trial = np.einsum("pi,pi->p", r_trial, r_trial)
         better = np.isfinite(cost_trial) & (cost_trial < cost)
         lam[~better] *= 4
         acc = np.flatnonzero(better)
         if acc.size:
             x[acc] = trial[acc]
-            r[acc], J[acc] = shooting.system(x[acc], sensitivities=True)
+            r[acc], (H[acc], D[acc]) = shooting.parts(x[acc], sensitivities=True)
             rec.jacobians += acc.size
             lam[acc] = np.maximum(lam[acc] / 3, 1e-12)
             iters[acc] += 1
