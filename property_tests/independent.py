@@ -8,21 +8,25 @@ tests use it to make witnesses that ``verify check`` must accept.
 from __future__ import annotations
 
 import json
+import math
 
+import mpmath
 import numpy as np
 from scipy.integrate import solve_ivp
 
 
-def field(Q, K, V, X, beta=1.0, causal=False):
-    """F(X)_i = sum_j softmax_j(beta <Q x_i, K x_j>) V x_j, one sequence at a time."""
+def field(Q, K, V, X, beta=1.0, causal=False, exp=math.exp):
+    """F(X)_i = sum_j softmax_j(beta <Q x_i, K x_j>) V x_j, one sequence at a time.  Float64
+    arrays, or object arrays of mpmath numbers with ``exp=mpmath.exp``."""
     out = np.zeros_like(X)
     for s in range(X.shape[0]):
         for i in range(X.shape[1]):
             js = range(i + 1) if causal else range(X.shape[1])
-            logits = np.array([beta * (Q @ X[s, i]) @ (K @ X[s, j]) for j in js])
-            w = np.exp(logits - logits.max())
-            w /= w.sum()
-            out[s, i] = sum(wj * (V @ X[s, j]) for wj, j in zip(w, js, strict=True))
+            logits = [beta * (Q @ X[s, i]) @ (K @ X[s, j]) for j in js]
+            top = max(logits)
+            w = [exp(v - top) for v in logits]
+            total = sum(w)
+            out[s, i] = sum((wj / total) * (V @ X[s, j]) for wj, j in zip(w, js, strict=True))
     return out
 
 
@@ -41,11 +45,22 @@ def flow(blocks, steps, X, beta=1.0, causal=False, rtol=1e-13, atol=1e-14):
     return Y
 
 
-def network(blocks, layers, X, beta=1.0, causal=False):
-    Y = np.array(X, dtype=float)
-    for b, h in layers:
-        Y = Y + h * field(*blocks[b], Y, beta, causal)
-    return Y
+def network(blocks, layers, X, beta=1.0, causal=False, dps=None):
+    """X_l = X_(l-1) + h_l F_(b_l)(X_(l-1)); in float64, or at ``dps`` digits (mpmath numbers
+    throughout: weights, steps given as floats or decimal strings, inputs; the image is an
+    object array of mpmath numbers, so a difference to the targets keeps its digits)."""
+    if dps is None:
+        Y = np.array(X, dtype=float)
+        for b, h in layers:
+            Y = Y + h * field(*blocks[b], Y, beta, causal)
+        return Y
+    with mpmath.workdps(dps):
+        mp = np.vectorize(lambda v: mpmath.mpf(v) if isinstance(v, str) else mpmath.mpf(float(v)), otypes=[object])
+        mats = [tuple(mp(np.asarray(M)) for M in blk) for blk in blocks]
+        Y = mp(np.asarray(X))
+        for b, h in layers:
+            Y = Y + mpmath.mpf(h) * field(*mats[b], Y, mpmath.mpf(beta), causal, exp=mpmath.exp)
+        return Y
 
 
 def witness(blocks, X, depth, steps, tolerance, beta=1.0, causal=False):

@@ -68,6 +68,26 @@ def test_check_with_dps(tmp_path):
     assert r.returncode == 2 and "positive integer" in r.stderr
 
 
+def test_check_replays_at_the_recorded_precision(tmp_path):
+    """A witness whose tolerance only holds in high precision says so ("precision": "30 digits"),
+    and check replays it there; the same file claiming float64 fails, since float64 rounding
+    alone exceeds its 1e-25 tolerance."""
+    import mpmath
+
+    from verify import witness
+    from verify.network import apply
+
+    doc = independent_doc("finite", False, seed=5, tolerance=1e-25)
+    w = witness.parse(json.dumps(doc))
+    with mpmath.workdps(30):
+        end = apply(w.blocks_at(30), w.steps_at(30), w.array_at("inputs", 30), dps=30).end
+        doc["targets"] = [[[mpmath.nstr(v, 30) for v in tok] for tok in seq] for seq in end]
+    r = run("check", "--json", str(write(tmp_path, "w30.json", doc | {"precision": "30 digits"})))
+    assert r.returncode == 0 and json.loads(r.stdout)["precision"] == "30 digits", r.stdout + r.stderr
+    r = run("check", "--json", str(write(tmp_path, "w64.json", doc | {"precision": "float64"})))
+    assert r.returncode == 1 and json.loads(r.stdout)["precision"] == "float64"
+
+
 def test_help_lists_subcommands():
     r = run("--help")
     assert r.returncode == 0 and "check" in r.stdout and "selfcheck" in r.stdout

@@ -13,8 +13,9 @@ from verify import witness
 from verify.blocks import gaussian_blocks
 from verify.errors import InputError
 from verify.invariants import check_admissible
+from verify.network import apply
 from verify.newton import levenberg_marquardt
-from verify.solver import DEPTH_DEFAULTS, Settings, solve
+from verify.solver import DEPTH_DEFAULTS, Settings, refine_in_precision, solve
 from verify.steering import inverse, merge, realize
 
 from . import independent
@@ -104,6 +105,32 @@ def test_shooting_population_solves_gaussian_targets(m, index):
     sol = solve(blocks, X, Y, Settings(depth="finite", seed=index, time_budget=math.inf, max_starts=16))
     assert sol.success and sol.error <= 1e-10 and sol.depth <= DEPTH_DEFAULTS["finite"]["steps_per_dim"] * m
     theirs = independent.network([(b.Q, b.K, b.V) for b in blocks], sol.steps, X)
+    assert np.abs(theirs - Y).max() <= 1e-10
+
+
+def test_refinement_in_precision_reaches_below_float64():
+    """Chord steps with residuals at 30 digits and float64 Jacobians take a perturbed network
+    back onto its targets far below float64 rounding (the targets are a float64 image, so an
+    exact solution of the 4 equations in 8 steps exists nearby); the independent implementation
+    at 40 digits agrees."""
+    rng = np.random.default_rng(4)
+    X, blocks = rng.normal(size=(1, 2, 2)), gaussian_blocks(4, 2)
+    pattern, h = [0, 1] * 4, rng.uniform(-0.8, 0.8, 8)
+    Y = apply(blocks, list(zip(pattern, h, strict=True)), X).end
+    layers, err, jacobians = refine_in_precision(blocks, pattern, h + 1e-5 * rng.normal(size=8), X, Y, 1e-25, 30)
+    assert err <= 1e-25 and 1 <= jacobians <= 8
+    theirs = independent.network([(b.Q, b.K, b.V) for b in blocks], [(b, witness._jsonable(t)) for b, t in layers], X, dps=40)
+    assert np.abs(theirs - Y).max() <= 1e-24
+
+
+def test_unstable_network_is_returned_with_its_precision():
+    """Reach instance m = 18 number 8: its fit reaches tolerance, but the chained network's
+    float64 replay is not trustworthy (propagated rounding 1e-8); the solver refines it at
+    30 digits and says so, and the independent implementation replays it there."""
+    X, Y, blocks = instance(18, 8, seed=0)
+    sol = solve(blocks, X, Y, Settings(depth="finite", seed=8, time_budget=math.inf, max_starts=16))
+    assert sol.success and sol.dps == 30
+    theirs = independent.network([(b.Q, b.K, b.V) for b in blocks], sol.steps, X, dps=sol.dps)
     assert np.abs(theirs - Y).max() <= 1e-10
 
 

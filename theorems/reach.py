@@ -49,8 +49,9 @@ def instance(m: int, index: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray,
 def measure(profile: str | dict[str, Any] = "quick", seed: int = 0, progress: Callable[[str], None] | None = None
             ) -> tuple[list[dict[str, Any]], list[float]]:
     """One row per (size, depth): instances solved within the work budget and, for the solved
-    ones, the median Jacobians spent, median depth and worst replay error; and the seconds each
-    row took.  ``profile`` names one of PROFILES or gives such a dict."""
+    ones, the median Jacobians spent, median depth and worst replay error (at the witness's
+    precision), and how many of them replay within tolerance only in high precision; and the
+    seconds each row took.  ``profile`` names one of PROFILES or gives such a dict."""
     p = PROFILES[profile] if isinstance(profile, str) else profile
     rows, seconds = [], []
     for m in p["sizes"]:
@@ -61,7 +62,7 @@ def measure(profile: str | dict[str, Any] = "quick", seed: int = 0, progress: Ca
                 settings = resolve(Settings(depth=depth, seed=i, time_budget=math.inf, max_starts=p["starts"]))
                 sol = solve(blocks, X, Y, settings)
                 # sol.error is the replay of the returned steps, and success is that error within tolerance
-                results.append((sol.success, sol.depth, sol.jacobians, sol.error))
+                results.append((sol.success, sol.depth, sol.jacobians, sol.error, sol.dps))
                 if progress:
                     progress(f"reach m={m} {depth} instance {i}: {'solved' if results[-1][0] else 'not solved'}")
             wins = [r for r in results if r[0]]
@@ -72,6 +73,7 @@ def measure(profile: str | dict[str, Any] = "quick", seed: int = 0, progress: Ca
                 "median_jacobians_solved": statistics.median(r[2] for r in wins) if wins else None,
                 "median_depth": statistics.median(r[1] for r in wins) if wins else None,
                 "worst_replay_error": max(r[3] for r in wins) if wins else None,
+                "high_precision_witnesses": sum(r[4] is not None for r in wins),
             })
             seconds.append(round(time.perf_counter() - t0, 3))
     return rows, seconds

@@ -85,17 +85,20 @@ def solver_settings(depth: str, seed: int, profile: dict) -> Settings:
 
 def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, depth: str,
                    settings: Settings, progress: Callable[[str], None] | None = None) -> tuple[list[Check], object]:
-    """Solve, replay in float64, write the witness and replay it at 40 digits."""
+    """Solve, replay (in float64, or at the digits the solver needed for an unstable network),
+    write the witness and replay it at 40 digits."""
     sol = solve(blocks, X, Y, settings, progress)
     unit = "layers" if depth == "finite" else "steps"
     info = {"depth": sol.depth, "unit": unit, "total_duration": sol.total_duration, "starts": sol.moves,
             "message": sol.message}
     if sol.success and X.shape[2] == 2:
         info["trajectory"] = trajectory(blocks, X, sol.steps, depth)  # for the appendix's figure
-    out = [check(f"{'network' if depth == 'finite' else 'control'} reaches the targets, float64 replay [{label}]",
+    arithmetic = "float64" if sol.dps is None else f"{sol.dps}-digit"  # a network too unstable for float64
+    out = [check(f"{'network' if depth == 'finite' else 'control'} reaches the targets, {arithmetic} replay [{label}]",
                  sol.error, settings.tolerance, "the solver's tolerance", **info)]
     if sol.success:
-        doc = witness.make(blocks, X, Y, depth, sol.steps, settings.tolerance)
+        doc = witness.make(blocks, X, Y, depth, sol.steps, settings.tolerance,
+                           precision="float64" if sol.dps is None else f"{sol.dps} digits")
         verdict = witness.replay(witness.parse(witness.dumps(doc)), HP_DIGITS)
         out.append(check(f"witness replays at {HP_DIGITS} digits [{label}]",
                          verdict["error"] + verdict["integration_error_estimate"], doc["tolerance"],

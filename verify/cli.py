@@ -47,7 +47,9 @@ def parser() -> argparse.ArgumentParser:
                        description="Replay WITNESS.json (schema attention-interpolation-witness/1); "
                                    "exit 0 only when max |image - target| + integration error estimate <= tolerance.")
     c.add_argument("witness", metavar="WITNESS.json")
-    c.add_argument("--dps", type=_positive_int, default=None, help="replay in arbitrary precision with this many digits")
+    c.add_argument("--dps", type=_positive_int, default=None,
+                   help="replay in arbitrary precision with this many digits "
+                        "(default: the witness's recorded precision, float64 if it records none)")
     c.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
     r = sub.add_parser("rank", help="rank of the Lie-bracket matrix on a collection, against the invariants' prediction",
@@ -124,7 +126,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _check(args: argparse.Namespace) -> int:
     w = witness.load(args.witness)
-    verdict = witness.replay(w, args.dps)
+    verdict = witness.replay(w, args.dps or w.digits)
     if args.json:
         print(json.dumps(verdict, indent=1))
     else:
@@ -308,12 +310,12 @@ def _interpolate(args: argparse.Namespace) -> int:
     if sol.success:
         doc = witness.make(
             blocks, X, Y, args.depth, sol.steps, args.tolerance,
-            precision="float64",
+            precision="float64" if sol.dps is None else f"{sol.dps} digits",
             provenance={"tool": "verify interpolate", "method": args.method, "settings": sol.settings,
                         "seeds": sol.seeds, "starts_or_moves": sol.moves, "jacobians": sol.jacobians,
                         "wall_time_s": round(sol.wall_time, 3)},
         )
-        checked = witness.replay(witness.from_dict(doc))
+        checked = witness.replay(witness.from_dict(doc), sol.dps)
         out["replay"] = checked
         if args.dps:
             out["replay_high_precision"] = witness.replay(witness.from_dict(doc), args.dps)

@@ -15,7 +15,8 @@ Two versioned schemas.  ``verification-report/1`` (engine self-checks, ``verify 
      "theorems": [{"name", "title", "statement", "latex", "hypotheses", "profile_settings",
                    "passed", "checks": [check, ...]}, ...],
      "reach": [{"m", "shape", "depth", "method", "instances", "budget", "success_rate",
-                "median_jacobians_solved", "median_depth", "worst_replay_error"}, ...] or null,
+                "median_jacobians_solved", "median_depth", "worst_replay_error",
+                "high_precision_witnesses"}, ...] or null,
      "versions": {...},
      "timings": {"theorems": {name: seconds}, "reach": [seconds per row], "total_s": ...,
                  "machine": {...}}}

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from .backend import precision
 from .blocks import Block
 from .brackets import bracket_matrix
 from .errors import InputError, IntegrationError
@@ -126,6 +127,7 @@ class Solution:
     wall_time: float
     settings: dict[str, Any] = field(default_factory=dict)
     seeds: list[Any] = field(default_factory=list)
+    dps: int | None = None  # None: the steps are float64 and replay in float64; else replay at dps digits
 
 
 def image(blocks: Sequence[Block], steps: Steps, X: np.ndarray, depth: str) -> np.ndarray | None:
@@ -249,9 +251,13 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             h, _ = polish_whole(pattern, h, "finite", 30)
             net = layers(h)
             err = replay_error(blocks, net, X, Y, "finite")
-        if err + 2 * propagated_rounding(blocks, net, X) > tol:  # another replay: at most 2 estimates away
+        if err + 2 * propagated_rounding(blocks, net, X) <= tol:  # another replay: at most 2 estimates away
+            return net, err, None
+        net, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, HIGH_DPS, deadline)
+        extra_jacobians[0] += jac
+        if err + 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in net], X, 10.0**-HIGH_DPS) > tol:
             return None
-        return net, err
+        return net, err, HIGH_DPS
 
     def finish_continuous(x):
         """RK4 surrogate solved to 1e-3: Gauss-Newton on RK4 steps of half, a quarter and an
@@ -285,7 +291,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         extra_jacobians[0] += jac
         if err > tol:  # the chaining amplified the residual beyond what RK4 Jacobians correct: exact ones
             h, err = polish_whole(pattern, h, "continuous", 4)
-        return (list(zip(pattern, map(float, h), strict=True)), err) if err <= tol else None
+        return (list(zip(pattern, map(float, h), strict=True)), err, None) if err <= tol else None
 
     def finish(x):
         try:
@@ -303,15 +309,51 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     rec = population_lm(shoot, size=settings.population, start=start, tol=0.1 * tol if finite else 1e-3,
                         max_iter=settings.max_iter, max_starts=settings.max_starts, deadline=deadline,
                         finish=finish, patience=settings.patience, report=report)
-    steps, err = rec.found or ([], math.inf)
+    steps, err, dps = rec.found or ([], math.inf, None)
     ok = err <= tol
     why = (f"not found within {settings.time_budget:g} s ({rec.starts} start(s))" if time.perf_counter() >= deadline
            else f"not found: all {rec.starts} start(s) stalled")
     msg = (f"reached the targets after {rec.starts} start(s)" if ok else
            f"{why}; best max |residual| of the {S}-segment fit = {rec.best:.2e}")
-    return Solution(ok, msg, steps, err, len(steps), float(sum(abs(t) for _, t in steps)), rec.starts,
+    return Solution(ok, msg, steps, err, len(steps), float(sum(abs(float(t)) for _, t in steps)), rec.starts,
                     rec.jacobians + extra_jacobians[0], time.perf_counter() - t0, asdict(settings),
-                    [[settings.seed, i] for i in range(rec.starts)])
+                    [[settings.seed, i] for i in range(rec.starts)], dps)
+
+
+HIGH_DPS = 30
+
+
+def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline: float = math.inf,
+                        max_iter: int = 8) -> tuple[list, float, int]:
+    """Chord steps on a network whose float64 replay is too unstable for the tolerance: the
+    residual r at ``dps`` digits (steps kept at ``dps`` digits), the step from the float64
+    Jacobian, h <- h - J^+ r, while max |r| falls and exceeds ``tol``.  Returns the layers
+    (steps as mpmath numbers), the last max |r| at ``dps`` digits and the Jacobians used."""
+    import mpmath
+
+    with precision(dps):
+        hm = [mpmath.mpf(float(t)) for t in h]
+
+        def error(hm):
+            end = apply(blocks, list(zip(pattern, hm, strict=True)), X, dps=dps).end
+            r = (end - Y).ravel()
+            return r, float(max(abs(v) for v in r))
+
+        r, err = error(hm)
+        jacobians = 0
+        while err > tol and jacobians < max_iter and time.perf_counter() < deadline:
+            J = apply(blocks, list(zip(pattern, map(float, hm), strict=True)), X, sensitivities=True).d_steps
+            jacobians += 1
+            with np.errstate(all="ignore"):
+                dh = np.linalg.lstsq(J, -np.array(r, dtype=float), rcond=1e-13)[0]
+            if not np.all(np.isfinite(dh)):
+                break
+            trial = [a + mpmath.mpf(float(b)) for a, b in zip(hm, dh, strict=True)]
+            r_t, err_t = error(trial)
+            if not err_t < err:
+                break
+            hm, r, err = trial, r_t, err_t
+        return [(b, t) for b, t in zip(pattern, hm, strict=True) if t != 0], err, jacobians
 
 
 def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int = 8):

@@ -80,21 +80,23 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
         out += ["Measured in this run with a work budget (the same on every machine); "
                 "see `theorems/reach.py`.", "",
                 "| N n d | shape | depth | instances | budget | solved | median Jacobians (solved) | "
-                "median depth | worst replay error |", "|---|---|---|---|---|---|---|---|---|"]
+                "median depth | worst replay error | of which high precision |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
         for r in doc["reach"]:
             out.append(f"| {r['m']} | {tuple(r['shape'])} | {r['depth']} | {r['instances']} | {r['budget']} | "
                        f"{round(100 * r['success_rate'])} % | {_number(r['median_jacobians_solved'])} | "
-                       f"{_number(r['median_depth'])} | {_number(r['worst_replay_error'])} |")
+                       f"{_number(r['median_depth'])} | {_number(r['worst_replay_error'])} | "
+                       f"{r.get('high_precision_witnesses', 0)} |")
     else:
         out.append("Not measured in this run (`verify run` skips it with --theorem or --no-reach).")
     if benchmark_reach:
         out += ["", "Wall-clock reach table from `reports/benchmarks/reach.json` (`make reach`):", "",
-                "| N n d | depth | method | instances | budget (s) | solved | median depth | worst replay error |",
-                "|---|---|---|---|---|---|---|---|"]
+                "| N n d | depth | method | instances | budget (s) | solved | median depth | worst replay error | "
+                "of which high precision |", "|---|---|---|---|---|---|---|---|---|"]
         for r in sorted(benchmark_reach, key=lambda r: (r["m"], r["depth"], r["method"])):
             out.append(f"| {r['m']} | {r['depth']} | {r['method']} | {r['instances']} | {_number(r['budget_s'])} | "
                        f"{round(100 * r['success_rate'])} % | {_number(r['median_depth'])} | "
-                       f"{_number(r['worst_replay_error'])} |")
+                       f"{_number(r['worst_replay_error'])} | {r.get('high_precision_witnesses', 0)} |")
     out += ["", "## Performance", ""]
     if performance:
         out += ["From `reports/benchmarks/latest.json` (`make bench`); ratio = median time over the median "

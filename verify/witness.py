@@ -12,6 +12,8 @@ Schema ``attention-interpolation-witness/1`` (field names are an interface; see 
       "steps":  [{"block": 0, "duration": tau}, ...]      (continuous depth)
       "layers": [{"block": 1, "step": h}, ...]            (finite depth)
       "tolerance": claimed bound on max |image - target| over all entries,
+      "precision": "float64" or "N digits" (optional: the precision the tolerance holds at;
+                   ``verify check`` replays at N digits unless told otherwise),
       ... any extra fields (precision, certificate, provenance) are kept as they are.
     }
 
@@ -20,7 +22,9 @@ are parsed at the working precision of a high-precision replay, so nothing is lo
 
 A replay passes when  max |image - target| + integration error estimate <= tolerance.
 
->>> import numpy as np
+>>> import mpmath
+import mpmath
+import numpy as np
 >>> from verify.blocks import gaussian_blocks
 >>> blocks = gaussian_blocks(0, 2)
 >>> X = np.random.default_rng(0).normal(size=(2, 3, 2))
@@ -40,6 +44,7 @@ from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
 
+import mpmath
 import numpy as np
 
 from . import validate
@@ -70,6 +75,13 @@ class Witness:
     steps: tuple[tuple[int, Any], ...]
     tolerance: float
     extra: dict[str, Any] = dc_field(default_factory=dict)
+
+    @property
+    def digits(self) -> int | None:
+        """The precision the witness says it replays at: N for ``"precision": "N digits"``,
+        None for float64 (or no precision field)."""
+        words = str(self.extra.get("precision", "float64")).split()
+        return int(words[0]) if len(words) == 2 and words[1] == "digits" and words[0].isdigit() else None
 
     def blocks_at(self, dps: int | None = None) -> tuple[Block, Block]:
         return tuple(  # type: ignore[return-value]
@@ -224,7 +236,9 @@ def _jsonable(a: Any) -> Any:
         return float(a)
     if isinstance(a, (int, np.integer)):
         return int(a)
-    return str(a)  # high-precision numbers: decimal strings with all their digits
+    if isinstance(a, mpmath.mpf):  # all the digits its mantissa holds, whatever the current precision
+        return mpmath.nstr(a, math.ceil(max(53, int(a.man).bit_length()) * math.log10(2)) + 1, strip_zeros=False)
+    return str(a)  # other high-precision numbers: decimal strings with all their digits
 
 
 def make(

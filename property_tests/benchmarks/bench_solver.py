@@ -35,14 +35,15 @@ METHODS = {
 
 
 def solve_all(m: int, depth: str, method: str) -> list[tuple]:
-    """(success, seconds, depth, replay error, blocks, X, Y, steps) for every instance."""
+    """(success, seconds, depth, replay error, blocks, X, Y, steps, digits) for every instance
+    (digits: None for a float64 witness, else the precision it replays at)."""
     results = []
     for inst in range(INSTANCES):
         X, Y, blocks = instance(m, inst)
         settings = Settings(depth=depth, time_budget=BUDGET, seed=inst, **METHODS[method])
         t0 = time.perf_counter()
         sol = solve(blocks, X, Y, settings)
-        results.append((sol.success, time.perf_counter() - t0, sol.depth, sol.error, blocks, X, Y, sol.steps))
+        results.append((sol.success, time.perf_counter() - t0, sol.depth, sol.error, blocks, X, Y, sol.steps, sol.dps))
     return results
 
 
@@ -59,13 +60,14 @@ def summary(m: int, depth: str, method: str, results: list[tuple]) -> dict:
         "worst_replay_error": max(r[3] for r in wins) if wins else None,
         "independent_within_tolerance": sum(e <= tolerance for e in theirs),
         "worst_independent_replay_error": max(theirs) if theirs else None,
+        "high_precision_witnesses": sum(r[8] is not None for r in wins),
     }
 
 
-def _independent_error(blocks, X, Y, steps, depth: str) -> float:
+def _independent_error(blocks, X, Y, steps, digits, depth: str) -> float:
     mats = [(b.Q, b.K, b.V) for b in blocks]
-    if depth == "finite":
-        end = independent.network(mats, steps, X, blocks[0].beta, blocks[0].causal)
+    if depth == "finite":  # at the witness's precision: float64, or its digits
+        end = independent.network(mats, steps, X, blocks[0].beta, blocks[0].causal, dps=digits)
     else:  # DOP853 near its tightest tolerance: at its default 1e-13 it missed an m = 8 witness by
         # 1.5e-10 that misses by 1.6e-12 when replayed at 30 digits (total |duration| 43)
         end = independent.flow(mats, steps, X, blocks[0].beta, blocks[0].causal, rtol=2.3e-14, atol=1e-15)
