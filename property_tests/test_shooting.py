@@ -13,7 +13,7 @@ from verify.flow import flow
 from verify.network import apply, apply_batch
 from verify.newton import damped_step
 from verify.rk4 import integrate_batch
-from verify.shooting import Shooting, population_lm
+from verify.shooting import Shooting, population_lm, shooting_step
 
 from . import independent
 from .strategies import problems
@@ -153,3 +153,25 @@ def test_damped_step_gives_nan_for_a_member_whose_system_overflows():
     assert np.isnan(step[1]).all() and np.isfinite(step[[0, 2]]).all()
     alone = damped_step(J[2], np.ones(4), 1e-3)
     assert np.allclose(step[2], alone)
+
+
+@settings(deadline=None)
+@given(st.sampled_from([4, 8, 18]), st.integers(1, 6), st.integers(1, 9), st.sampled_from([1e-6, 1e-3, 1.0, 1e3]),
+       st.integers(0, 2**16))
+def test_block_elimination_step_is_the_dense_step(m, segments, steps, lam, seed):
+    """shooting_step (block-tridiagonal elimination) against damped_step on the assembled
+    Jacobian, for any number of segments (one: single shooting) and damping from weak to strong;
+    members of different damping in one batch.  Where the system is near singular (few layers,
+    weak damping) both are judged relative to the step's size and the matrix's conditioning."""
+    X, Y, blocks = instance(m, seed % 5, seed=seed)
+    shoot = Shooting(blocks, X, Y, segments, steps)
+    x = np.array([shoot.fresh(np.random.default_rng([seed, k]), 0.5) for k in range(3)])
+    r, parts = shoot.parts(x, sensitivities=True)
+    J = shoot.dense(parts)
+    lams = lam * np.array([1.0, 10.0, 0.1])
+    ours, dense = shooting_step(parts, r, lams), damped_step(J, r, lams)
+    for k in range(3):
+        A = J[k] @ J[k].T
+        mu = lams[k] * np.mean(np.sum(J[k] ** 2, axis=0))
+        cond = np.linalg.cond(A + mu * np.eye(len(A)))
+        assert np.abs(ours[k] - dense[k]).max() <= 1e-13 * cond * (1 + np.abs(dense[k]).max())
