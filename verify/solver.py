@@ -4,8 +4,9 @@ Two methods, both after :func:`verify.invariants.check_admissible` has refused t
 invariant forbids:
 
 * ``lm`` (default): multiple shooting (:mod:`verify.shooting`): ``steps_per_dim * m`` steps of
-  the alternating pattern cut into ``segments`` segments whose intermediate states are unknowns
-  too (their defaults depend on the depth: ``DEPTH_DEFAULTS``, filled in by :func:`resolve`),
+  the alternating pattern cut into ``segments`` segments (by default as many as give about
+  ``segment_steps`` steps each) whose intermediate states are unknowns too (the defaults
+  depend on the depth: ``DEPTH_DEFAULTS``, filled in by :func:`resolve`),
   fitted by a ``population`` of Levenberg-Marquardt starts in lock step (minimum-norm
   steps; step sizes uniform in [-scale, scale] from ``default_rng([seed, start])``, and the
   intermediate states on the straight path from X to Y, ``states="path"``); a start
@@ -13,7 +14,11 @@ invariant forbids:
   replaced by the next one, until ``max_starts`` or ``time_budget`` runs out.
   Finite depth fits the layers themselves (exact Jacobians); the first start within
   tolerance / 10 is chained into one network and, if the chaining amplified the segment
-  residuals past the tolerance, polished by Gauss-Newton.
+  residuals past the tolerance, polished by Gauss-Newton.  A network whose float64 replay
+  cannot be trusted to the tolerance (its error plus twice its propagated rounding exceeds it:
+  long networks often amplify rounding a millionfold) is refined at ``HIGH_DPS`` digits
+  (:func:`refine_in_precision`) and returned with ``Solution.dps`` set: its witness says
+  ``"precision": "30 digits"`` and replays there.
   Continuous depth fits an RK4 surrogate of the flows (:mod:`verify.rk4`, ``substeps`` RK4
   steps per control step) to 1e-3, refits on RK4 steps of half, a quarter and an eighth the
   size (Gauss-Newton, to 1e-8), then takes chord steps on the exact flows of the segments
@@ -72,7 +77,8 @@ class Settings:
     method: str = "lm"  # or "steer"
     seed: int = 0
     steps_per_dim: float | None = None  # lm: control length = steps_per_dim * m (None: DEPTH_DEFAULTS)
-    segments: int | None = None  # lm: shooting segments (1: single shooting; None: DEPTH_DEFAULTS)
+    segments: int | None = None  # lm: shooting segments (1: single shooting; None: enough for segment_steps each)
+    segment_steps: int | None = None  # lm: steps per segment when segments is None (None: DEPTH_DEFAULTS)
     population: int = 16  # lm: starts fitted in lock step
     scale: float = 0.5  # lm: initial durations uniform in [-scale, scale]
     states: str = "path"  # lm: initial intermediate states on the straight path X -> Y, or "images" (Shooting.fresh)
@@ -89,16 +95,18 @@ class Settings:
 
 
 # Shooting shape per depth, measured on seed 11 and 12 instances (README, "Solver reach").
-# Finite depth: short networks do better.  At m = 18, 32 starts on each of three instances:
-# 180 layers in 2 segments (the old default) solved 6 of 96 fits in 300 Jacobians, 36 layers in
-# 2 or 3 segments 13 to 14, 27 layers in 3 segments 33 in 1000 Jacobians, each start costing a
-# fifth or less; 2 m layers in 3 segments with 1000 Jacobians solved 8 of 8 instances in 30 s.
-# Continuous depth keeps 10 m steps in 2 segments: short controls did no better there (m = 8:
-# 2 or 3 of 8 instances in 30 s), and 3 segments, 4 of 8 against 2 of 8 on seed 11, solved
-# 4 of 10 reach instances (seed 0, 60 s) where 2 segments had solved 5.
+# Short segments with many of them do better: per start at m = 18 (seed 11, instances 0-5,
+# 16 starts each, 1000 Jacobians), 36 layers in 3 segments solved 40 of 96 fits, 72 in 6
+# segments 53, 96 in 8 segments 65, 144 in 12 segments 73 (the hardest instance 0, 1, 0, 3).
+# A longer network costs more per Jacobian, so finite depth takes the middle, 6 m layers in
+# segments of 12 (on the reach instances, seed 0, 60 s: 4 m, 6 m and 8 m layers solved 7, 7
+# and 8 of 10 at m = 18; 4 m and 6 m 7 of 10 at m = 32).  Continuous depth keeps 10 m steps,
+# now in segments of 12 steps too: 4 of 8 seed 11 m = 8 instances in 30 s as with 2 segments,
+# but in seconds instead of tens of seconds, and the first m = 18 solve (1 of 4 seed 11
+# instances, where 2 or 3 segments solved none); 5 of 10 reach instances at m = 8 as before.
 DEPTH_DEFAULTS = {
-    "finite": {"steps_per_dim": 2, "segments": 3, "max_iter": 1000},
-    "continuous": {"steps_per_dim": 10, "segments": 2, "max_iter": 300},
+    "finite": {"steps_per_dim": 6, "segment_steps": 12, "max_iter": 1000},
+    "continuous": {"steps_per_dim": 10, "segment_steps": 12, "max_iter": 300},
 }
 
 # Continuous depth: Jacobians per refit of the RK4 surrogate on halved steps.  30 lost a seed 11
@@ -203,7 +211,8 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     deadline = t0 + settings.time_budget
     m, finite = X.size, settings.depth == "finite"
     total = max(1, min(round(settings.steps_per_dim * m), settings.max_depth))
-    S = max(1, min(settings.segments, total))
+    S = settings.segments if settings.segments is not None else math.ceil(total / settings.segment_steps)
+    S = max(1, min(S, total))
     shoot = Shooting(blocks, X, Y, S, total // S, 1 if finite else settings.substeps, "euler" if finite else "rk4")
     tol = settings.tolerance
     extra_jacobians = [0]
@@ -320,6 +329,8 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
                     [[settings.seed, i] for i in range(rec.starts)], dps)
 
 
+# Digits for networks too unstable for float64.  The worst measured propagated rounding was
+# about 1e12 units (a float64 replay 7e-4 off); at 30 digits that is still 1e-18.
 HIGH_DPS = 30
 
 

@@ -22,9 +22,7 @@ are parsed at the working precision of a high-precision replay, so nothing is lo
 
 A replay passes when  max |image - target| + integration error estimate <= tolerance.
 
->>> import mpmath
-import mpmath
-import numpy as np
+>>> import numpy as np
 >>> from verify.blocks import gaussian_blocks
 >>> blocks = gaussian_blocks(0, 2)
 >>> X = np.random.default_rng(0).normal(size=(2, 3, 2))
