@@ -123,16 +123,25 @@ def test_refinement_in_precision_reaches_below_float64():
     assert np.abs(theirs - Y).max() <= 1e-24
 
 
-def test_unstable_network_is_returned_with_its_precision():
+def test_unstable_network_is_written_with_its_precision(tmp_path):
     """Reach instance m = 18 number 3: its fit reaches tolerance, but the chained network of
-    108 layers amplifies float64 rounding past it (its float64 replay misses by about 4e-10);
-    the solver refines it at 30 digits and says so, and the independent implementation
-    replays it there."""
+    108 layers amplifies float64 rounding past it (its float64 replay misses by about 4e-10).
+    interpolate refines it at 30 digits and writes a witness that says so, with 30-digit step
+    sizes; check replays it there, and so does the independent implementation."""
     X, Y, blocks = instance(18, 3, seed=0)
-    sol = solve(blocks, X, Y, Settings(depth="finite", seed=3, time_budget=math.inf, max_starts=16))
-    assert sol.success and sol.dps == 30
-    theirs = independent.network([(b.Q, b.K, b.V) for b in blocks], sol.steps, X, dps=sol.dps)
-    assert np.abs(theirs - Y).max() <= 1e-10
+    b = tmp_path / "blocks.json"
+    b.write_text(json.dumps({"blocks": [{k: getattr(blk, k).tolist() for k in "QKV"} for blk in blocks]}))
+    out = tmp_path / "w.json"
+    r = run("interpolate", "--inputs", str(save_npy(tmp_path, "x.npy", X)), "--targets", str(save_npy(tmp_path, "y.npy", Y)),
+            "--blocks", str(b), "--depth", "finite", "--search-seed", "3", "--out", str(out), "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["precision"] == "30 digits" and json.loads(r.stdout)["replay"]["precision"] == "30 digits"
+    assert all(isinstance(layer["step"], str) and len(layer["step"]) > 25 for layer in doc["layers"])
+    assert run("check", str(out)).returncode == 0
+    layers = [(layer["block"], layer["step"]) for layer in doc["layers"]]
+    theirs = independent.network([(blk.Q, blk.K, blk.V) for blk in blocks], layers, X, dps=30)
+    assert np.abs(theirs - Y).max() <= doc["tolerance"]
 
 
 def test_causal_compatible_data_are_solved():
