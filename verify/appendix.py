@@ -70,17 +70,21 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = ()) -> str:
     if doc.get("reach"):
         out += ["", "\\subsection*{Solver reach on independent Gaussian targets}",
                 "Inputs and targets i.i.d.\\ $N(0, 1)$, blocks drawn with them; not a theorem check: the share of "
-                "instances for which the solver found the control within its work budget.", "",
+                "instances for which the solver found the control within its work budget. A network that "
+                "amplifies float64 rounding past the tolerance is refined and replayed in high precision "
+                "(last column).", "",
                 "\\begin{table}[ht]", "\\centering\\small",
                 f"\\caption{{Solver reach (seed {doc['seed']}, {escape(doc['profile'])} profile).}}",
-                "\\begin{tabular}{@{}rllrlrrr@{}}", "\\toprule",
-                "$Nnd$ & shape & depth & instances & budget & solved & median depth & worst replay error \\\\",
+                "\\begin{tabular}{@{}rllrlrrrr@{}}", "\\toprule",
+                "$Nnd$ & shape & depth & instances & budget & solved & median depth & worst replay error "
+                "& of which high precision \\\\",
                 "\\midrule"]
         for r in doc["reach"]:
             depth = "--" if r["median_depth"] is None else f"{r['median_depth']:g}"
             err = "--" if r["worst_replay_error"] is None else _number(r["worst_replay_error"])
             out.append(f"{r['m']} & {escape(tuple(r['shape']))} & {r['depth']} & {r['instances']} & "
-                       f"{escape(r['budget'])} & {round(100 * r['success_rate'])}\\,\\% & {depth} & {err} \\\\")
+                       f"{escape(r['budget'])} & {round(100 * r['success_rate'])}\\,\\% & {depth} & {err} & "
+                       f"{r.get('high_precision_witnesses', 0)} \\\\")
         out += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
     for stem, caption in figures:
         out += ["", "\\begin{figure}[ht]", "\\centering",
