@@ -336,35 +336,22 @@ HIGH_DPS = 30
 
 def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline: float = math.inf,
                         max_iter: int = 8) -> tuple[list, float, int]:
-    """Chord steps on a network whose float64 replay is too unstable for the tolerance: the
-    residual r at ``dps`` digits (steps kept at ``dps`` digits), the step from the float64
-    Jacobian, h <- h - J^+ r, while max |r| falls and exceeds ``tol``.  Returns the layers
-    (steps as mpmath numbers), the last max |r| at ``dps`` digits and the Jacobians used."""
+    """:func:`_chord` on a network whose float64 replay is too unstable for the tolerance: the
+    residual at ``dps`` digits (steps kept at ``dps`` digits; its float64 rounding is accurate
+    to 16 digits of itself), the step from the float64 Jacobian.  Returns the layers (steps as
+    mpmath numbers), the last max |r| and the Jacobians used."""
     import mpmath
 
+    def residual(z):
+        return (apply(blocks, list(zip(pattern, z, strict=True)), X, dps=dps).end - Y).ravel().astype(float)
+
+    def jacobian(z):
+        return apply(blocks, list(zip(pattern, z.astype(float), strict=True)), X, sensitivities=True).d_steps
+
     with precision(dps):
-        hm = [mpmath.mpf(float(t)) for t in h]
-
-        def error(hm):
-            end = apply(blocks, list(zip(pattern, hm, strict=True)), X, dps=dps).end
-            r = (end - Y).ravel()
-            return r, float(max(abs(v) for v in r))
-
-        r, err = error(hm)
-        jacobians = 0
-        while err > tol and jacobians < max_iter and time.perf_counter() < deadline:
-            J = apply(blocks, list(zip(pattern, map(float, hm), strict=True)), X, sensitivities=True).d_steps
-            jacobians += 1
-            with np.errstate(all="ignore"):
-                dh = np.linalg.lstsq(J, -np.array(r, dtype=float), rcond=1e-13)[0]
-            if not np.all(np.isfinite(dh)):
-                break
-            trial = [a + mpmath.mpf(float(b)) for a, b in zip(hm, dh, strict=True)]
-            r_t, err_t = error(trial)
-            if not err_t < err:
-                break
-            hm, r, err = trial, r_t, err_t
-        return [(b, t) for b, t in zip(pattern, hm, strict=True) if t != 0], err, jacobians
+        hm = np.array([mpmath.mpf(float(t)) for t in h], dtype=object)
+        hm, err, jacobians = _chord(residual, jacobian, hm, tol, deadline, max_iter)
+    return [(b, t) for b, t in zip(pattern, hm, strict=True) if t != 0], err, jacobians
 
 
 def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int = 8):
