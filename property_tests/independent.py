@@ -55,7 +55,7 @@ def network(blocks, layers, X, beta=1.0, causal=False, dps=None):
             Y = Y + h * field(*blocks[b], Y, beta, causal)
         return Y
     with mpmath.workdps(dps):
-        mp = np.vectorize(lambda v: mpmath.mpf(v) if isinstance(v, str) else mpmath.mpf(float(v)), otypes=[object])
+        mp = np.vectorize(mpmath.mpf, otypes=[object])  # floats exactly, decimal strings to dps digits
         mats = [tuple(mp(np.asarray(M)) for M in blk) for blk in blocks]
         Y = mp(np.asarray(X))
         for b, h in layers:

@@ -98,7 +98,7 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
                  sol.error, settings.tolerance, "the solver's tolerance", **info)]
     if sol.success:
         doc = witness.make(blocks, X, Y, depth, sol.steps, settings.tolerance,
-                           precision="float64" if sol.dps is None else f"{sol.dps} digits")
+                           precision=witness.precision_label(sol.dps))
         verdict = witness.replay(witness.parse(witness.dumps(doc)), HP_DIGITS)
         out.append(check(f"witness replays at {HP_DIGITS} digits [{label}]",
                          verdict["error"] + verdict["integration_error_estimate"], doc["tolerance"],

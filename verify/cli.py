@@ -310,7 +310,7 @@ def _interpolate(args: argparse.Namespace) -> int:
     if sol.success:
         doc = witness.make(
             blocks, X, Y, args.depth, sol.steps, args.tolerance,
-            precision="float64" if sol.dps is None else f"{sol.dps} digits",
+            precision=witness.precision_label(sol.dps),
             provenance={"tool": "verify interpolate", "method": args.method, "settings": sol.settings,
                         "seeds": sol.seeds, "starts_or_moves": sol.moves, "jacobians": sol.jacobians,
                         "wall_time_s": round(sol.wall_time, 3)},

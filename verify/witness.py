@@ -97,6 +97,12 @@ class Witness:
         return [(b, xp.asarray(t)[()]) for b, t in self.steps]
 
 
+def precision_label(dps: int | None) -> str:
+    """The ``"precision"`` field for a replay in float64 (None) or at ``dps`` digits; the
+    inverse of :attr:`Witness.digits`."""
+    return "float64" if dps is None else f"{dps} digits"
+
+
 def _convert(a: np.ndarray, dps: int | None) -> np.ndarray:
     if dps is None:
         return np.asarray(a.astype(float), dtype=float)
@@ -311,6 +317,6 @@ def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
         "length": len(w.steps),
         "shape": {"N": N, "n": n, "d": d},
         "causal": w.causal,
-        "precision": "float64" if dps is None else f"{dps} digits",
+        "precision": precision_label(dps),
         **work,
     }
