@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verify.attention import field, jacobian, jvp
+from verify.attention import UNROLL, field, field_and_jacobian, field_numpy, jacobian, jvp
 from verify.backend import namespace, precision, to_numpy
 from verify.blocks import gaussian_blocks
 
@@ -114,3 +114,17 @@ def test_cupy_is_optional():
         assert namespace("cupy") is not None
     with pytest.raises(InputError, match="unknown backend"):
         namespace("torch")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(4, 2, 2, 2), (2, 3, UNROLL + 2, 2), (1, 2, 3, UNROLL + 1)])
+def test_float64_kernels_on_both_sides_of_the_unrolling_threshold(shape, causal):
+    """The solver's kernels sum over at most UNROLL tokens or coordinates term by term and hand
+    longer axes to matmul/reduce; each side must give the generic field and Jacobian."""
+    b = gaussian_blocks(seed=5, d=shape[-1], causal=causal)[0]
+    Z = np.random.default_rng(2).normal(size=shape)
+    F, J = field_and_jacobian(b, Z)
+    for k in range(shape[0]):
+        assert np.abs(F[k] - field(b, Z[k])).max() <= 1e-12 * (1 + np.abs(F[k]).max())
+        assert np.abs(J[k] - jacobian(b, Z[k])).max() <= 1e-11 * (1 + np.abs(J[k]).max())
+    assert np.abs(field_numpy(b, Z) - F).max() <= 1e-13 * (1 + np.abs(F).max())

@@ -129,14 +129,15 @@ def field_and_jacobian(block: Block, Z: np.ndarray) -> tuple[np.ndarray, np.ndar
 
     ``Z`` has shape (..., n, d) with any leading axes (sequences, batches of collections); the
     Jacobians have shape (..., n d, n d).  With M = beta Q^T K (so l_ij = x_i^T M x_j),
-    VX_j = V x_j, B_i = M^T x_i and (P MX)_i = sum_j P_ij M x_j, the derivative of F_i with
+    VX_j = V x_j, B_i = M^T x_i and W_ik = P_ik (V x_k - F_i), the derivative of F_i with
     respect to x_k is the d x d matrix
 
-        dF_i/dx_k = P_ik ((V x_k - F_i) B_i^T + V)
-                    + delta_ik (sum_j P_ij (V x_j)(M x_j)^T - F_i (P MX)_i^T),
+        dF_i/dx_k = W_ik B_i^T + P_ik V + delta_ik sum_j W_ij (M x_j)^T,
 
-    the JVP formula of :func:`jvp` written out, so a whole batch costs a few array operations
-    instead of n d directional derivatives.  Masked entries (causal) have P_ij = 0 and drop out.
+    the JVP formula of :func:`jvp` written out (sum_j P_ij = 1 turns its diagonal term
+    sum_j P_ij (V x_j)(M x_j)^T - F_i (P MX)_i^T into the last sum), so a whole batch costs a
+    few array operations instead of n d directional derivatives.  Masked entries (causal) have
+    P_ij = 0 and drop out.
 
     >>> import numpy as np
     >>> from verify.blocks import gaussian_blocks
@@ -148,13 +149,15 @@ def field_and_jacobian(block: Block, Z: np.ndarray) -> tuple[np.ndarray, np.ndar
     """
     n, d = Z.shape[-2:]
     M = block.beta * block.Q.T @ block.K
-    VX, MX = Z @ block.V.T, Z @ M.T
-    P = _weights_numpy(block, Z)
-    F = P @ VX
-    B = Z @ M
-    E = VX[..., None, :, :] - F[..., :, None, :]  # (..., i, k, a): V x_k - F_i
-    J = P[..., :, None, :, None] * (np.einsum("...ika,...ib->...iakb", E, B) + block.V[:, None, :])
-    diag = np.einsum("...ij,...ja,...jb->...iab", P, VX, MX) - F[..., :, :, None] * (P @ MX)[..., :, None, :]
+    VX, B, MX = _times(Z, block.V.T), _times(Z, M), _times(Z, M.T)
+    P = _weights(B, Z, block.causal)
+    F = _small_matmul(P, VX)
+    W = (VX[..., None, :, :] - F[..., :, None, :]) * P[..., None]  # (..., i, k, a)
+    J = np.multiply(np.swapaxes(W, -1, -2)[..., None], B[..., :, None, None, :], order="C")  # (..., i, a, k, b)
+    J += P[..., :, None, :, None] * block.V[:, None, :]
+    diag = W[..., :, 0, :, None] * MX[..., None, 0, None, :]  # (..., i, a, b)
+    for k in range(1, n):
+        diag += W[..., :, k, :, None] * MX[..., None, k, None, :]
     idx = np.arange(n)
     J[..., idx, :, idx, :] += np.moveaxis(diag, -3, 0)
     return F, J.reshape(Z.shape[:-2] + (n * d, n * d))
@@ -162,12 +165,50 @@ def field_and_jacobian(block: Block, Z: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def field_numpy(block: Block, Z: np.ndarray) -> np.ndarray:
     """F_theta(Z) for float64 NumPy Z (..., n, d): :func:`field` without the namespace layer."""
-    return _weights_numpy(block, Z) @ (Z @ block.V.T)
+    P = _weights(_times(Z, block.beta * block.Q.T @ block.K), Z, block.causal)
+    return _small_matmul(P, _times(Z, block.V.T))
 
 
-def _weights_numpy(block: Block, Z: np.ndarray) -> np.ndarray:
-    logits = block.beta * (Z @ block.Q.T) @ np.swapaxes(Z @ block.K.T, -1, -2)
-    if block.causal:
-        logits = np.where(np.tril(np.ones(logits.shape[-2:], dtype=bool)), logits, -np.inf)
-    E = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return E / E.sum(axis=-1, keepdims=True)
+# The float64 kernels run on large batches of tiny matrices (n, d <= 4 in the solver), where a
+# stacked matmul or a reduction along an axis of length 2-4 costs NumPy a short inner loop per
+# matrix (measured 60-90 us for 448 products of 2 x 2 matrices, against 6 us for the same work as
+# one 2-D product).  So products with a fixed matrix run as one 2-D product, and stacked products
+# and row reductions over at most UNROLL terms run as that many whole-array operations.
+UNROLL = 8
+
+
+def _times(Z: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """Z (..., d) @ A (d, e) as one 2-D product."""
+    return (Z.reshape(-1, Z.shape[-1]) @ A).reshape(Z.shape[:-1] + (A.shape[-1],))
+
+
+def _small_matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A (..., p, q) @ B (..., q, r), summed term by term when q <= UNROLL."""
+    q = A.shape[-1]
+    if q > UNROLL:
+        return A @ B
+    out = A[..., :, 0, None] * B[..., None, 0, :]
+    for k in range(1, q):
+        out += A[..., :, k, None] * B[..., None, k, :]
+    return out
+
+
+def _weights(B: np.ndarray, Z: np.ndarray, causal: bool) -> np.ndarray:
+    """Softmax of the logits l_ij = <B_i, x_j> (B = Z M), row-shifted by the largest admissible one."""
+    L = _small_matmul(B, np.swapaxes(Z, -1, -2))
+    if causal:
+        L = np.where(np.tril(np.ones(L.shape[-2:], dtype=bool)), L, -np.inf)
+    L -= _row_reduce(np.maximum, L)
+    np.exp(L, out=L)
+    L /= _row_reduce(np.add, L)
+    return L
+
+
+def _row_reduce(ufunc: np.ufunc, L: np.ndarray) -> np.ndarray:
+    """ufunc.reduce over the last axis (kept, length 1), term by term when it has <= UNROLL entries."""
+    if L.shape[-1] > UNROLL:
+        return ufunc.reduce(L, axis=-1, keepdims=True)
+    out = L[..., 0].copy()
+    for j in range(1, L.shape[-1]):
+        ufunc(out, L[..., j], out=out)
+    return out[..., None]
