@@ -12,6 +12,7 @@ from theorems.reach import instance
 from verify import witness
 from verify.blocks import gaussian_blocks
 from verify.errors import InputError
+from verify.flow import flow
 from verify.invariants import check_admissible
 from verify.network import apply
 from verify.newton import levenberg_marquardt
@@ -121,6 +122,21 @@ def test_refinement_in_precision_reaches_below_float64():
     assert err <= 1e-25 and 1 <= jacobians <= 8
     theirs = independent.network([(b.Q, b.K, b.V) for b in blocks], [(b, witness._jsonable(t)) for b, t in layers], X, dps=40)
     assert np.abs(theirs - Y).max() <= 1e-24
+
+
+def test_control_refinement_in_high_precision_reaches_below_float64():
+    """The continuous counterpart: chord steps with 30-digit flow residuals and float64
+    duration sensitivities bring a perturbed control back to its image far below float64
+    rounding, and the independent extrapolated flow at 30 digits agrees."""
+    rng = np.random.default_rng(5)
+    X, blocks = rng.normal(size=(1, 2, 2)), gaussian_blocks(5, 2)
+    pattern, h = [0, 1] * 2, rng.uniform(-0.6, 0.6, 4)
+    Y = flow(blocks, list(zip(pattern, h, strict=True)), X).end
+    steps, err, jacobians = refine_in_precision(blocks, pattern, h + 1e-6 * rng.normal(size=4), X, Y, 1e-22, 30,
+                                                depth="continuous")
+    assert err <= 1e-22 and 1 <= jacobians <= 8
+    theirs = independent.flow([(b.Q, b.K, b.V) for b in blocks], [(b, witness._jsonable(t)) for b, t in steps], X, dps=30)
+    assert np.abs((theirs - Y).astype(float)).max() <= 1e-21
 
 
 def test_unstable_network_is_written_with_its_precision(tmp_path):

@@ -22,7 +22,10 @@ invariant forbids:
   Continuous depth fits an RK4 surrogate of the flows (:mod:`verify.rk4`, ``substeps`` RK4
   steps per control step) to 1e-3, refits on RK4 steps of half, a quarter and an eighth the
   size (Gauss-Newton, to 1e-8), then takes chord steps on the exact flows of the segments
-  (exact Taylor residuals, RK4 Jacobians) and, after chaining, on the whole control.
+  (exact Taylor residuals, RK4 Jacobians) and, after chaining, on the whole control.  The
+  control is then replayed at ``HIGH_DPS`` digits: unless its error there plus twice the drift
+  of its float64 replay from that one is within tolerance (long controls amplify rounding as
+  long networks do), it is refined at ``HIGH_DPS`` digits too and returned with ``dps`` set.
   ``steps_per_dim=10, segments=1, population=1, max_starts=1, max_iter=300`` is the plain
   single-start Levenberg-Marquardt fit of DESIGN §6, the benchmark's baseline.
 * ``steer``: bracket steering along the path to the targets (:mod:`verify.steering`): each move
@@ -300,7 +303,17 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         extra_jacobians[0] += jac
         if err > tol:  # the chaining amplified the residual beyond what RK4 Jacobians correct: exact ones
             h, err = polish_whole(pattern, h, "continuous", 4)
-        return (list(zip(pattern, map(float, h), strict=True)), err, None) if err <= tol else None
+        if err > tol:
+            return None
+        control = list(zip(pattern, map(float, h), strict=True))
+        exact = high_precision_end(blocks, control, X, "continuous")
+        exact_err = float(np.abs((exact - Y).astype(float)).max())
+        drift = float(np.abs((exact - image(blocks, control, X, "continuous")).astype(float)).max())
+        if exact_err + 2 * drift <= tol:  # another float64 replay twice as far from the exact flow still passes
+            return control, err, None
+        control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, HIGH_DPS, deadline, depth="continuous")
+        extra_jacobians[0] += jac
+        return (control, err, HIGH_DPS) if err <= tol else None
 
     def finish(x):
         try:
@@ -329,24 +342,34 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
                     [[settings.seed, i] for i in range(rec.starts)], dps)
 
 
-# Digits for networks too unstable for float64.  The worst measured propagated rounding was
-# about 1e12 units (a float64 replay 7e-4 off); at 30 digits that is still 1e-18.
+# Digits for networks and controls too unstable for float64.  The worst measured propagated
+# rounding was about 1e12 units (a float64 replay 7e-4 off); at 30 digits that is still 1e-18.
 HIGH_DPS = 30
 
 
+def high_precision_end(blocks, steps, X, depth: str, dps: int = HIGH_DPS) -> np.ndarray:
+    """The image of X at ``dps`` digits (an object array of mpmath numbers)."""
+    with precision(dps):
+        return apply(blocks, steps, X, dps=dps).end if depth == "finite" else flow(blocks, steps, X, dps=dps).end
+
+
 def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline: float = math.inf,
-                        max_iter: int = 8) -> tuple[list, float, int]:
-    """:func:`_chord` on a network whose float64 replay is too unstable for the tolerance: the
-    residual at ``dps`` digits (steps kept at ``dps`` digits; its float64 rounding is accurate
-    to 16 digits of itself), the step from the float64 Jacobian.  Returns the layers (steps as
-    mpmath numbers), the last max |r| and the Jacobians used."""
+                        max_iter: int = 8, depth: str = "finite") -> tuple[list, float, int]:
+    """:func:`_chord` on a network or control whose float64 replay is too unstable for the
+    tolerance: the residual at ``dps`` digits (steps kept at ``dps`` digits; its float64
+    rounding is accurate to 16 digits of itself), the step from the float64 Jacobian (layer
+    derivatives, or the flow's duration sensitivities).  Returns the steps (as mpmath numbers),
+    the last max |r| and the Jacobians used."""
     import mpmath
 
     def residual(z):
-        return (apply(blocks, list(zip(pattern, z, strict=True)), X, dps=dps).end - Y).ravel().astype(float)
+        return (high_precision_end(blocks, list(zip(pattern, z, strict=True)), X, depth, dps) - Y).ravel().astype(float)
 
     def jacobian(z):
-        return apply(blocks, list(zip(pattern, z.astype(float), strict=True)), X, sensitivities=True).d_steps
+        steps = list(zip(pattern, z.astype(float), strict=True))
+        if depth == "finite":
+            return apply(blocks, steps, X, sensitivities=True).d_steps
+        return flow(blocks, steps, X, sensitivities=True).d_durations
 
     with precision(dps):
         hm = np.array([mpmath.mpf(float(t)) for t in h], dtype=object)
