@@ -2,8 +2,8 @@
 
 It shares no code with ``verify``: explicit loops over sequences and tokens, SciPy's DOP853 for
 flows in float64, and Gragg-Bulirsch-Stoer extrapolation in mpmath for flows at high precision
-(``verify`` integrates by Taylor series).  It is what a referee would write in a few lines to replay a witness file, and the
-tests use it to make witnesses that ``verify check`` must accept.
+(``verify`` integrates by Taylor series).  It is what a referee would write in a few lines to
+replay a witness file, and the tests use it to make witnesses that ``verify check`` must accept.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ def extrapolated_flow(blocks, steps, X, beta=1.0, causal=False, dps=30, tol=None
     """The flow at ``dps`` digits by Gragg-Bulirsch-Stoer: each macro step H is integrated by the
     modified midpoint rule with 2, 4, 6, ... substeps, whose results are extrapolated to zero
     substep size in powers of (H / n)^2 (Aitken-Neville); a step is accepted when two successive
-    extrapolations agree to ``tol`` relative (default 10^(5 - dps)), else H is halved.  H doubles after a step that
-    converged within 6 columns."""
+    extrapolations agree to ``tol`` relative (default 10^(5 - dps)), else H is halved (below
+    1e-12 it gives up: ArithmeticError).  H doubles after a step that converged within 6 columns."""
     with mpmath.workdps(dps):
         mp = np.vectorize(mpmath.mpf, otypes=[object])
         mats = [tuple(mp(np.asarray(M)) for M in blk) for blk in blocks]
@@ -72,6 +72,8 @@ def extrapolated_flow(blocks, steps, X, beta=1.0, causal=False, dps=30, tol=None
                 Z, columns = _extrapolated_step(f, Y, H, tol, max_columns)
                 if Z is None:
                     H0 /= 2
+                    if H0 < 1e-12:
+                        raise ArithmeticError(f"the extrapolation does not converge in step (block {b}, duration {tau})")
                     continue
                 Y, left = Z, left - H
                 if columns <= 6:
