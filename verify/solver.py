@@ -16,8 +16,9 @@ invariant forbids:
   tolerance / 10 is chained into one network and, if the chaining amplified the segment
   residuals past the tolerance, polished by Gauss-Newton.  A network whose float64 replay
   cannot be trusted to the tolerance (its error plus twice its propagated rounding exceeds it:
-  long networks often amplify rounding a millionfold) is refined at ``HIGH_DPS`` digits
-  (:func:`refine_in_precision`) and returned with ``Solution.dps`` set: its witness says
+  long networks often amplify rounding a millionfold) is refined at ``HIGH_DPS`` digits, its
+  segments first (:func:`refine_segments_in_precision`), then the whole network
+  (:func:`refine_in_precision`), and returned with ``Solution.dps`` set: its witness says
   ``"precision": "30 digits"`` and replays there.
   Continuous depth fits an RK4 surrogate of the flows (:mod:`verify.rk4`, ``substeps`` RK4
   steps per control step) to 1e-3, refits on RK4 steps of half, a quarter and an eighth the
@@ -265,7 +266,11 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             err = replay_error(blocks, net, X, Y, "finite")
         if err + 2 * propagated_rounding(blocks, net, X) <= tol:  # another replay: at most 2 estimates away
             return net, err, None
-        net, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, HIGH_DPS, deadline)
+        # Too unstable for float64: the segments first (each short, so its float64 Jacobian is
+        # good), at HIGH_DPS digits far below what the chaining amplifies, then the whole network.
+        xm, _, jac = refine_segments_in_precision(shoot, x, 1e-6 * tol, HIGH_DPS, deadline)
+        extra_jacobians[0] += jac
+        net, err, jac = refine_in_precision(blocks, pattern, xm[: len(pattern)], X, Y, 0.1 * tol, HIGH_DPS, deadline)
         extra_jacobians[0] += jac
         if err + 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in net], X, 10.0**-HIGH_DPS) > tol:
             return None
@@ -372,9 +377,35 @@ def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline
         return flow(blocks, steps, X, sensitivities=True).d_durations
 
     with precision(dps):
-        hm = np.array([mpmath.mpf(float(t)) for t in h], dtype=object)
+        hm = np.array([mpmath.mpf(t) for t in h], dtype=object)  # floats exactly, mpmath numbers as they are
         hm, err, jacobians = _chord(residual, jacobian, hm, tol, deadline, max_iter)
     return [(b, t) for b, t in zip(pattern, hm, strict=True) if t != 0], err, jacobians
+
+
+def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps: int, deadline: float = math.inf,
+                                 max_iter: int = 8) -> tuple[np.ndarray, float, int]:
+    """:func:`_chord` on a finite shooting system (step sizes and intermediate states): each
+    segment's residual at ``dps`` digits, the step from the float64 shooting Jacobian.  A
+    chained network multiplies the segment residuals by the Jacobians of the segments after
+    them (1e8 and more in long networks), so a float64 fit within 1e-12 can chain into a
+    network 1e-4 off; with segment residuals at 1e-25 it cannot.  Returns the member (as
+    mpmath numbers), its last max |r| and the Jacobians used."""
+    import mpmath
+
+    S, L, pattern = shoot.segments, shoot.steps, shoot.pattern()
+
+    def residual(z):
+        H, W = z[: S * L].reshape(S, L), z[S * L:].reshape((S - 1,) + shoot.X.shape)
+        starts, ends = [shoot.X, *W], [*W, shoot.Y]
+        return np.concatenate([(high_precision_end(shoot.blocks, list(zip(pattern, H[s], strict=True)), starts[s],
+                                                   "finite", dps) - ends[s]).ravel() for s in range(S)]).astype(float)
+
+    def jacobian(z):
+        return shoot.system(z.astype(float)[None], True)[1][0]
+
+    with precision(dps):
+        xm = np.array([mpmath.mpf(float(v)) for v in x], dtype=object)
+        return _chord(residual, jacobian, xm, tol, deadline, max_iter)
 
 
 def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int = 8):
