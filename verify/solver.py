@@ -365,8 +365,6 @@ def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline
     rounding is accurate to 16 digits of itself), the step from the float64 Jacobian (layer
     derivatives, or the flow's duration sensitivities).  Returns the steps (as mpmath numbers),
     the last max |r| and the Jacobians used."""
-    import mpmath
-
     def residual(z):
         return (high_precision_end(blocks, list(zip(pattern, z, strict=True)), X, depth, dps) - Y).ravel().astype(float)
 
@@ -376,9 +374,7 @@ def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline
             return apply(blocks, steps, X, sensitivities=True).d_steps
         return flow(blocks, steps, X, sensitivities=True).d_durations
 
-    with precision(dps):
-        hm = np.array([mpmath.mpf(t) for t in h], dtype=object)  # floats exactly, mpmath numbers as they are
-        hm, err, jacobians = _chord(residual, jacobian, hm, tol, deadline, max_iter)
+    hm, err, jacobians = _chord_in_precision(residual, jacobian, h, tol, dps, deadline, max_iter)
     return [(b, t) for b, t in zip(pattern, hm, strict=True) if t != 0], err, jacobians
 
 
@@ -390,8 +386,6 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
     them (1e8 and more in long networks), so a float64 fit within 1e-12 can chain into a
     network 1e-4 off; with segment residuals at 1e-25 it cannot.  Returns the member (as
     mpmath numbers), its last max |r| and the Jacobians used."""
-    import mpmath
-
     S, L, pattern = shoot.segments, shoot.steps, shoot.pattern()
 
     def residual(z):
@@ -403,9 +397,16 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
     def jacobian(z):
         return shoot.system(z.astype(float)[None], True)[1][0]
 
+    return _chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter)
+
+
+def _chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter):
+    """:func:`_chord` with x kept as mpmath numbers at ``dps`` digits (floats converted exactly,
+    mpmath numbers kept as they are)."""
+    import mpmath
+
     with precision(dps):
-        xm = np.array([mpmath.mpf(float(v)) for v in x], dtype=object)
-        return _chord(residual, jacobian, xm, tol, deadline, max_iter)
+        return _chord(residual, jacobian, np.array([mpmath.mpf(v) for v in x], dtype=object), tol, deadline, max_iter)
 
 
 def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int = 8):
