@@ -58,9 +58,8 @@ def extrapolated_flow(blocks, steps, X, beta=1.0, causal=False, dps=30, tol=None
     extrapolations agree to ``tol`` relative (default 10^(5 - dps)), else H is halved (below
     1e-12 it gives up: ArithmeticError).  H doubles after a step that converged within 6 columns."""
     with mpmath.workdps(dps):
-        mp = np.vectorize(mpmath.mpf, otypes=[object])
-        mats = [tuple(mp(np.asarray(M)) for M in blk) for blk in blocks]
-        Y, H0 = mp(np.asarray(X)), mpmath.mpf("0.25")
+        mats, Y = _mp_inputs(blocks, X)
+        H0 = mpmath.mpf("0.25")
         tol = mpmath.mpf(10) ** (5 - dps) if tol is None else mpmath.mpf(tol)
         for b, tau in steps:
             def f(Z, blk=mats[b]):
@@ -112,12 +111,17 @@ def network(blocks, layers, X, beta=1.0, causal=False, dps=None):
             Y = Y + h * field(*blocks[b], Y, beta, causal)
         return Y
     with mpmath.workdps(dps):
-        mp = np.vectorize(mpmath.mpf, otypes=[object])  # floats exactly, decimal strings to dps digits
-        mats = [tuple(mp(np.asarray(M)) for M in blk) for blk in blocks]
-        Y = mp(np.asarray(X))
+        mats, Y = _mp_inputs(blocks, X)
         for b, h in layers:
             Y = Y + mpmath.mpf(h) * field(*mats[b], Y, mpmath.mpf(beta), causal, exp=mpmath.exp)
         return Y
+
+
+def _mp_inputs(blocks, X):
+    """The blocks' matrices and X as object arrays of mpmath numbers at the working precision
+    (floats exactly, decimal strings to the working digits)."""
+    mp = np.vectorize(mpmath.mpf, otypes=[object])
+    return [tuple(mp(np.asarray(M)) for M in blk) for blk in blocks], mp(np.asarray(X))
 
 
 def witness(blocks, X, depth, steps, tolerance, beta=1.0, causal=False):

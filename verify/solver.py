@@ -259,13 +259,15 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             return [(b, float(t)) for b, t in zip(pattern, h, strict=True) if t != 0]  # a zero layer is the identity
 
         net = layers(h)
-        err = replay_error(blocks, net, X, Y, "finite")
-        if err > 0.1 * tol:
-            h, _ = polish_whole(pattern, h, "finite", 30)
-            net = layers(h)
+        rounding = propagated_rounding(blocks, net, X)
+        if 2 * rounding <= tol:  # else no float64 network can pass, and the float64 polish would be wasted
             err = replay_error(blocks, net, X, Y, "finite")
-        if err + 2 * propagated_rounding(blocks, net, X) <= tol:  # another replay: at most 2 estimates away
-            return net, err, None
+            if err > 0.1 * tol:
+                h, _ = polish_whole(pattern, h, "finite", 30)
+                net = layers(h)
+                err, rounding = replay_error(blocks, net, X, Y, "finite"), propagated_rounding(blocks, net, X)
+            if err + 2 * rounding <= tol:  # another replay: at most 2 estimates away
+                return net, err, None
         # Too unstable for float64: the segments first (each short, so its float64 Jacobian is
         # good), at HIGH_DPS digits far below what the chaining amplifies, then the whole network.
         xm, _, jac = refine_segments_in_precision(shoot, x, 1e-6 * tol, HIGH_DPS, deadline)
