@@ -4,11 +4,12 @@ surrogate and its derivatives, the multiple-shooting system, the population of L
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from theorems.reach import instance
-from verify.attention import field, field_and_jacobian, jacobian
+from verify.attention import field, field_and_jacobian, field_jet, jacobian
 from verify.flow import flow
 from verify.network import apply, apply_batch
 from verify.newton import damped_step
@@ -114,6 +115,31 @@ def test_shooting_jacobian_matches_central_differences(p, segments, scheme):
         assert np.allclose(W[0, s], X + (s / segments) * (Y - X), rtol=0, atol=1e-15)
 
 
+@settings(max_examples=10)
+@given(problems(max_N=2, max_n=3, max_d=2), st.integers(1, 3), st.sampled_from(["euler", "rk4"]))
+def test_shooting_curvature_matches_second_differences(p, segments, scheme):
+    """The exact second directional derivative (second-order jets) against central second
+    differences along the same direction: step 1e-3, so truncation ~1e-7 times the fourth
+    derivative and rounding ~1e-10; and the field's jet with a curved path (Z2 != 0) against the
+    field along that path."""
+    blocks, X, _ = p
+    shoot = Shooting(blocks, X, X + 0.3, segments, 3, 2, scheme)
+    rng = np.random.default_rng(0)
+    x = np.array([shoot.fresh(rng, 0.5) for _ in range(2)])
+    v = 0.5 * rng.normal(size=x.shape)
+    exact = shoot.curvature(x, v)
+    e = 1e-3
+    fd = (shoot.system(x + e * v)[0] - 2 * shoot.system(x)[0] + shoot.system(x - e * v)[0]) / e**2
+    assert np.abs(fd - exact).max() <= 1e-4 * (1 + np.abs(exact).max())
+    Z0, Z1, Z2 = rng.normal(size=(3,) + X.shape)
+    for b in blocks:
+        F0, F1, F2 = field_jet(b, Z0, Z1, Z2)
+        along = [field(b, Z0 + t * Z1 + t * t * Z2) for t in (-e, 0.0, e)]
+        assert np.abs(F0 - along[1]).max() <= 1e-13 * (1 + np.abs(F0).max())
+        assert np.abs((along[2] - along[0]) / (2 * e) - F1).max() <= 1e-5 * (1 + np.abs(F1).max())
+        assert np.abs((along[2] - 2 * along[1] + along[0]) / (2 * e * e) - F2).max() <= 1e-4 * (1 + np.abs(F2).max())
+
+
 def test_exact_flow_segments_agree_with_the_rk4_surrogate_as_it_refines():
     X, Y, blocks = instance(4, 0, seed=5)
     x = Shooting(blocks, X, Y, 2, 4).fresh(np.random.default_rng(0), 0.5)[None]
@@ -122,13 +148,14 @@ def test_exact_flow_segments_agree_with_the_rk4_surrogate_as_it_refines():
     assert gaps[1] < gaps[0] / 16 or gaps[1] < 1e-11
 
 
-def test_population_is_deterministic_and_finds_a_zero_residual_member():
+@pytest.mark.parametrize("acceleration", [0.0, 0.75])
+def test_population_is_deterministic_and_finds_a_zero_residual_member(acceleration):
     X, Y, blocks = instance(4, 1, seed=5)
     shoot = Shooting(blocks, X, Y, 2, 20)
 
     def run():
         return population_lm(shoot, size=4, start=lambda i: shoot.fresh(np.random.default_rng([7, i]), 0.5),
-                             tol=1e-11, max_iter=300, max_starts=16)
+                             tol=1e-11, max_iter=300, max_starts=16, acceleration=acceleration)
 
     a, b = run(), run()
     assert a.found is not None and np.array_equal(a.found, b.found)

@@ -163,6 +163,44 @@ def field_and_jacobian(block: Block, Z: np.ndarray) -> tuple[np.ndarray, np.ndar
     return F, J.reshape(Z.shape[:-2] + (n * d, n * d))
 
 
+def field_jet(block: Block, Z0: np.ndarray, Z1: np.ndarray, Z2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Taylor coefficients F0, F1, F2 of e -> F_theta(Z0 + e Z1 + e^2 Z2) to second order,
+    float64 NumPy only, shapes (..., n, d) as for :func:`field_and_jacobian`.
+
+    With B_k = Z_k M (M = beta Q^T K) the logits are quadratic in e, L = L0 + e L1 + e^2 L2 with
+    L1 = B1 Z0^T + B0 Z1^T and L2 = B2 Z0^T + B1 Z1^T + B0 Z2^T.  Row-wise log P = L - logsumexp(L)
+    expands as log P0 + e a1 + e^2 a2 with a1 = L1 - <P0, L1>, a2 = L2 - <P0, L2> - <P0, a1^2> / 2
+    (<., .> summing a row), so P1 = P0 a1 and P2 = P0 (a2 + a1^2 / 2), and with VZ_k = Z_k V^T
+
+        F0 = P0 VZ0,   F1 = P1 VZ0 + P0 VZ1,   F2 = P2 VZ0 + P1 VZ1 + P0 VZ2.
+
+    F1 = DF[Z1] (:func:`jvp`) and, with Z2 = 0, 2 F2 = D^2F[Z1, Z1]; masked entries have
+    P0 = 0 and drop out of every coefficient.
+
+    >>> import numpy as np
+    >>> from verify.blocks import gaussian_blocks
+    >>> b0, _ = gaussian_blocks(seed=1, d=2)
+    >>> Z0, Z1 = np.random.default_rng(0).normal(size=(2, 3, 4, 2))
+    >>> F0, F1, F2 = field_jet(b0, Z0, Z1, np.zeros_like(Z0))
+    >>> bool(np.abs(F1 - jvp(b0, Z0, Z1)).max() < 1e-13)
+    True
+    """
+    M = block.beta * block.Q.T @ block.K
+    B0, B1, B2 = _times(Z0, M), _times(Z1, M), _times(Z2, M)
+    T0, T1, T2 = (np.swapaxes(Z, -1, -2) for Z in (Z0, Z1, Z2))
+    P = _weights(B0, Z0, block.causal)
+    L1 = _small_matmul(B1, T0) + _small_matmul(B0, T1)
+    L2 = _small_matmul(B2, T0) + _small_matmul(B1, T1) + _small_matmul(B0, T2)
+    a1 = L1 - _row_reduce(np.add, P * L1)
+    a2 = L2 - _row_reduce(np.add, P * L2) - 0.5 * _row_reduce(np.add, P * a1 * a1)
+    P1, P2 = P * a1, P * (a2 + 0.5 * a1 * a1)
+    VZ0, VZ1, VZ2 = _times(Z0, block.V.T), _times(Z1, block.V.T), _times(Z2, block.V.T)
+    F0 = _small_matmul(P, VZ0)
+    F1 = _small_matmul(P1, VZ0) + _small_matmul(P, VZ1)
+    F2 = _small_matmul(P2, VZ0) + _small_matmul(P1, VZ1) + _small_matmul(P, VZ2)
+    return F0, F1, F2
+
+
 def field_numpy(block: Block, Z: np.ndarray) -> np.ndarray:
     """F_theta(Z) for float64 NumPy Z (..., n, d): :func:`field` without the namespace layer."""
     P = _weights(_times(Z, block.beta * block.Q.T @ block.K), Z, block.causal)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from . import validate
-from .attention import field, field_and_jacobian, field_numpy, jacobian
+from .attention import field, field_and_jacobian, field_jet, field_numpy, jacobian
 from .backend import namespace, namespace_of, precision
 from .blocks import Block
 from .flow import backward_products
@@ -177,6 +177,36 @@ def _forward(blocks, pattern, steps, Z, derivatives: bool) -> tuple[list, list, 
         Z = Z + h[:, None, None, None] * F
         states.append(Z)
     return states, fields, jacobians
+
+
+def curvature_batch(blocks: Sequence[Block], pattern: Sequence[int], steps: np.ndarray, Z: np.ndarray,
+                    d_steps: np.ndarray, d_Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """End points of a batch of networks (as :func:`apply_batch`) and their second directional
+    derivatives d^2/de^2 X_L at e = 0 when the step sizes move along ``d_steps`` (B, L) and the
+    inputs along ``d_Z`` (B, N, n, d): the curvature that geodesic acceleration corrects for.
+
+    Second-order Taylor arithmetic (no finite differences): the state is carried as a jet
+    X_l + e X'_l + e^2 X''_l, each layer maps it by :func:`jet_update` with the field's jet
+    (:func:`verify.attention.field_jet`), and the derivative is 2 X''_L.
+
+    >>> import numpy as np
+    >>> from verify.blocks import gaussian_blocks
+    >>> blocks = gaussian_blocks(seed=0, d=2)
+    >>> Z, dZ = np.random.default_rng(1).normal(size=(2, 3, 2, 2, 2))
+    >>> H, dH = np.random.default_rng(2).uniform(-0.5, 0.5, size=(2, 3, 6))
+    >>> end, second = curvature_batch(blocks, [0, 1] * 3, H, Z, dH, dZ)
+    >>> bool(np.array_equal(end, apply_batch(blocks, [0, 1] * 3, H, Z).end)), second.shape
+    (True, (3, 2, 2, 2))
+    """
+    z = (Z, d_Z, np.zeros_like(Z))
+    for b, h, dh in zip(pattern, steps.T, d_steps.T, strict=True):
+        z = jet_update(z, h[:, None, None, None], dh[:, None, None, None], field_jet(blocks[b], *z))
+    return z[0], 2 * z[2]
+
+
+def jet_update(z: tuple, h: np.ndarray, dh: np.ndarray, k: tuple) -> tuple:
+    """The second-order jet of z + (h + e dh) k for jets z = (z0, z1, z2) and k in e."""
+    return z[0] + h * k[0], z[1] + h * k[1] + dh * k[0], z[2] + h * k[2] + dh * k[1]
 
 
 def backward_batch(jacobians: list, vectors: list, columns: Sequence[int], width: int) -> tuple[np.ndarray, np.ndarray]:

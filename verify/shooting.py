@@ -40,8 +40,9 @@ import numpy as np
 
 from .blocks import Block
 from .flow import flow
-from .network import apply_batch
+from .network import apply_batch, curvature_batch
 from .newton import solve_or_nan
+from .rk4 import curvature_batch as rk4_curvature_batch
 from .rk4 import integrate_batch
 
 START_STATES = ("path", "images")  # how :meth:`Shooting.fresh` places the intermediate states
@@ -134,6 +135,24 @@ class Shooting:
             return r, None
         N, nd = self.X.shape[0], self.X.shape[1] * self.X.shape[2]
         return r, (dH.reshape(P, S, m, self.steps), dW.reshape(P, S, N, nd, nd))
+
+    def curvature(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Second directional derivatives (P, S m) of the residuals of members x along v (both
+        (P, unknowns)): d^2/de^2 Phi_s(W_(s-1) + e dW_(s-1); h_s + e dh_s), exact for the scheme
+        (the residual is linear in W_s, so nothing else is curved)."""
+        P = x.shape[0]
+        H, starts = self.split(x)
+        dH, _ = self.split(v)
+        d_starts = np.concatenate([np.zeros((P, 1) + self.X.shape), v[:, self.segments * self.steps:].reshape(
+            (P, self.segments - 1) + self.X.shape)], axis=1)
+        args = (self.blocks, self.pattern(), H.reshape(P * self.segments, self.steps), starts.reshape((-1,) + self.X.shape),
+                dH.reshape(P * self.segments, self.steps), d_starts.reshape((-1,) + self.X.shape))
+        with np.errstate(all="ignore"):
+            if self.scheme == "rk4":
+                _, second = rk4_curvature_batch(*args, substeps=self.substeps)
+            else:
+                _, second = curvature_batch(*args)
+        return second.reshape(P, self.segments * self.m)
 
     def dense(self, parts) -> np.ndarray:
         """The Jacobian (P, S m, unknowns) from :meth:`parts`:
@@ -242,6 +261,7 @@ def population_lm(
     deadline: float = math.inf,
     finish: Callable[[np.ndarray], Any] | None = None,
     patience: int = 0,
+    acceleration: float = 0.0,
     report: Callable[[PopulationRecord], None] | None = None,
 ) -> PopulationRecord:
     """Levenberg-Marquardt (minimum-norm steps, :func:`shooting_step`: the step of
@@ -251,7 +271,14 @@ def population_lm(
     used ``max_iter`` Jacobians, whose damping passes 1e12 or that finished without success is
     replaced by ``start(index)`` while fewer than ``max_starts`` starts were drawn.  With
     ``patience`` p > 0, a member whose max |r| has not halved over its last p Jacobians is
-    replaced too."""
+    replaced too.
+
+    With ``acceleration`` alpha > 0 each step v is corrected by geodesic acceleration
+    (Transtrum and Sethna, arXiv:1201.5885): a = the same damped solve applied to the residuals'
+    second directional derivative along v (:meth:`Shooting.curvature`, exact), the trial is
+    x + v + a / 2, and a trial with 2 |a| > alpha |v| is rejected like one that does not lower
+    the cost.  The correction follows the curved valleys that long networks make, where plain
+    steps shrink to the straight chord; alpha = 0 is plain Levenberg-Marquardt."""
     rec = PopulationRecord()
 
     def draw(count: int) -> np.ndarray:
@@ -298,10 +325,17 @@ def population_lm(
             if not len(x):
                 break
         cost = np.einsum("pi,pi->p", r, r)
-        trial = x + shooting_step((H, D), r, lam)
+        step = shooting_step((H, D), r, lam)
+        bounded = np.ones(len(x), dtype=bool)
+        if acceleration:
+            accel = shooting_step((H, D), shooting.curvature(x, step), lam)
+            with np.errstate(invalid="ignore"):
+                bounded = 2 * np.linalg.norm(accel, axis=1) <= acceleration * np.linalg.norm(step, axis=1)
+            step = step + 0.5 * accel
+        trial = x + step
         r_trial, _ = shooting.parts(trial)
         cost_trial = np.einsum("pi,pi->p", r_trial, r_trial)
-        better = np.isfinite(cost_trial) & (cost_trial < cost)
+        better = np.isfinite(cost_trial) & (cost_trial < cost) & bounded
         lam[~better] *= 4
         acc = np.flatnonzero(better)
         if acc.size:

@@ -89,6 +89,7 @@ class Settings:
     substeps: int = 1  # lm, continuous depth: RK4 steps per control step in the population fit
     max_iter: int | None = None  # lm: Jacobians per start (None: DEPTH_DEFAULTS)
     patience: int = 0  # lm: replace a start whose residual has not halved in this many Jacobians (0: never)
+    acceleration: float = 0.75  # lm: geodesic acceleration, largest accepted 2|a|/|v| (0: plain LM steps)
     max_starts: int = 1_000_000  # lm: random starts (the time budget usually ends them first)
     first_fraction: float = 0.05  # first move: this fraction of the way to the targets
     min_fraction: float = 1e-4
@@ -337,7 +338,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
 
     rec = population_lm(shoot, size=settings.population, start=start, tol=0.1 * tol if finite else 1e-3,
                         max_iter=settings.max_iter, max_starts=settings.max_starts, deadline=deadline,
-                        finish=finish, patience=settings.patience, report=report)
+                        finish=finish, patience=settings.patience, acceleration=settings.acceleration, report=report)
     steps, err, dps = rec.found or ([], math.inf, None)
     ok = err <= tol
     why = (f"not found within {settings.time_budget:g} s ({rec.starts} start(s))" if time.perf_counter() >= deadline
