@@ -16,8 +16,9 @@ from verify.flow import flow
 from verify.invariants import check_admissible
 from verify.network import apply
 from verify.newton import levenberg_marquardt
+from verify.rk4 import integrate_batch
 from verify.shooting import Shooting
-from verify.solver import DEPTH_DEFAULTS, Settings, refine_in_precision, refine_segments_in_precision, solve
+from verify.solver import DEPTH_DEFAULTS, WHOLE_SUBSTEPS, Settings, refine_in_precision, refine_segments_in_precision, solve
 from verify.steering import inverse, merge, realize
 
 from . import independent
@@ -145,16 +146,22 @@ def test_segment_refinement_in_high_precision_chains_into_an_exact_network():
     assert np.abs((theirs - Y).astype(float)).max() <= 1e-22
 
 
-def test_control_refinement_in_high_precision_reaches_below_float64():
+@pytest.mark.parametrize("rk4_substeps", [None, WHOLE_SUBSTEPS])
+def test_control_refinement_in_high_precision_reaches_below_float64(rk4_substeps):
     """The continuous counterpart: chord steps with 30-digit flow residuals and float64
-    duration sensitivities bring a perturbed control back to its image far below float64
-    rounding, and the independent extrapolated flow at 30 digits agrees."""
+    duration sensitivities (the flow's, or the RK4 scheme's that the solver passes) bring a
+    perturbed control back to its image far below float64 rounding, and the independent
+    extrapolated flow at 30 digits agrees."""
     rng = np.random.default_rng(5)
     X, blocks = rng.normal(size=(1, 2, 2)), gaussian_blocks(5, 2)
     pattern, h = [0, 1] * 2, rng.uniform(-0.6, 0.6, 4)
     Y = flow(blocks, list(zip(pattern, h, strict=True)), X).end
+
+    def rk4_jacobian(z):
+        return integrate_batch(blocks, pattern, z[None], X[None], substeps=rk4_substeps, sensitivities=True).d_steps[0]
+
     steps, err, jacobians = refine_in_precision(blocks, pattern, h + 1e-6 * rng.normal(size=4), X, Y, 1e-22, 30,
-                                                depth="continuous")
+                                                depth="continuous", jacobian=rk4_jacobian if rk4_substeps else None)
     assert err <= 1e-22 and 1 <= jacobians <= 8
     theirs = independent.flow([(b.Q, b.K, b.V) for b in blocks], [(b, witness._jsonable(t)) for b, t in steps], X, dps=30)
     assert np.abs((theirs - Y).astype(float)).max() <= 1e-21

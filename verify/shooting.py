@@ -194,9 +194,10 @@ def shooting_step(parts, r: np.ndarray, lam: np.ndarray) -> np.ndarray:
 
         A_ss = H_s H_s^T + D_s D_s^T [s >= 1] + I [s <= S - 2] + mu I,   A_(s+1,s) = -D_(s+1),
 
-    solved by block elimination (S solves of size m instead of one of size S m), and
+    solved by block elimination (S inverses of size m instead of one solve of size S m), and
     dh_s = H_s^T y_s, dW_s = -y_(s-1) + D_s^T y_s.  Batched over members (P, ...); a member
-    whose system fails gets a NaN step.
+    whose system fails gets a NaN step.  :func:`shooting_solver` keeps the elimination for
+    further right-hand sides.
 
     >>> import numpy as np
     >>> from verify.blocks import gaussian_blocks
@@ -209,6 +210,13 @@ def shooting_step(parts, r: np.ndarray, lam: np.ndarray) -> np.ndarray:
     >>> bool(np.allclose(shooting_step(parts, r, lam), damped_step(shoot.dense(parts), r, lam)))
     True
     """
+    return shooting_solver(parts, lam)(r)
+
+
+def shooting_solver(parts, lam: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """The map r -> step of :func:`shooting_step` for fixed blocks and damping: the elimination
+    (the inverses of the pivot blocks C_s) is done once, so each right-hand side costs only
+    matrix-vector products (geodesic acceleration solves the same system twice)."""
     H, D = parts
     P, S, m, L = H.shape
     N, nd = D.shape[2], D.shape[3]
@@ -224,19 +232,30 @@ def shooting_step(parts, r: np.ndarray, lam: np.ndarray) -> np.ndarray:
         A = H @ np.swapaxes(H, -1, -2) + Dm @ np.swapaxes(Dm, -1, -2)
         A[:, : S - 1] += eye
         A[..., np.arange(m), np.arange(m)] += mu[:, None, :]
-        b = -r.reshape(P, S, m)
-        C, rhs, Z = A[:, 0], b[:, 0], [None] * S
-        for s in range(1, S):  # eliminate block s - 1: A_(s,s-1) = -D_s, A_(s-1,s) = -D_s^T
-            Z[s] = solve_or_nan(C, np.concatenate([-np.swapaxes(Dm[:, s], -1, -2), rhs[..., None]], axis=-1))
-            C = A[:, s] + Dm[:, s] @ Z[s][..., :m]
-            rhs = b[:, s] + (Dm[:, s] @ Z[s][..., m:])[..., 0]
-        y = np.empty((P, S, m))
-        y[:, S - 1] = solve_or_nan(C, rhs[..., None])[..., 0]
-        for s in range(S - 2, -1, -1):
-            y[:, s] = Z[s + 1][..., m] - (Z[s + 1][..., :m] @ y[:, s + 1, :, None])[..., 0]
-        dh = (np.swapaxes(H, -1, -2) @ y[..., None])[..., 0]
-        dW = -y[:, :-1] + (np.swapaxes(Dm[:, 1:], -1, -2) @ y[:, 1:, :, None])[..., 0]
-    return np.concatenate([dh.reshape(P, S * L), dW.reshape(P, (S - 1) * m)], axis=1)
+        inv, Z = [None] * S, [None] * S  # Z_s = C_(s-1)^-1 D_s^T, A_(s-1,s) = -D_s^T
+        C = A[:, 0]
+        for s in range(1, S):  # eliminate block s - 1: A_(s,s-1) = -D_s
+            inv[s - 1] = solve_or_nan(C, np.broadcast_to(eye, C.shape))
+            Z[s] = inv[s - 1] @ np.swapaxes(Dm[:, s], -1, -2)
+            C = A[:, s] - Dm[:, s] @ Z[s]
+        inv[S - 1] = solve_or_nan(C, np.broadcast_to(eye, C.shape))
+
+    def step(r: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            b = -r.reshape(P, S, m, 1)
+            z, rhs = [None] * S, b[:, 0]
+            for s in range(1, S):
+                z[s] = inv[s - 1] @ rhs
+                rhs = b[:, s] + Dm[:, s] @ z[s]
+            y = np.empty((P, S, m, 1))
+            y[:, S - 1] = inv[S - 1] @ rhs
+            for s in range(S - 2, -1, -1):
+                y[:, s] = z[s + 1] + Z[s + 1] @ y[:, s + 1]
+            dh = np.swapaxes(H, -1, -2) @ y
+            dW = -y[:, :-1] + np.swapaxes(Dm[:, 1:], -1, -2) @ y[:, 1:]
+        return np.concatenate([dh.reshape(P, S * L), dW.reshape(P, (S - 1) * m)], axis=1)
+
+    return step
 
 
 @dataclass
@@ -325,10 +344,11 @@ def population_lm(
             if not len(x):
                 break
         cost = np.einsum("pi,pi->p", r, r)
-        step = shooting_step((H, D), r, lam)
+        solver = shooting_solver((H, D), lam)
+        step = solver(r)
         bounded = np.ones(len(x), dtype=bool)
         if acceleration:
-            accel = shooting_step((H, D), shooting.curvature(x, step), lam)
+            accel = solver(shooting.curvature(x, step))
             with np.errstate(invalid="ignore"):
                 bounded = 2 * np.linalg.norm(accel, axis=1) <= acceleration * np.linalg.norm(step, axis=1)
             step = step + 0.5 * accel

@@ -23,10 +23,12 @@ invariant forbids:
   Continuous depth fits an RK4 surrogate of the flows (:mod:`verify.rk4`, ``substeps`` RK4
   steps per control step) to 1e-3, refits on RK4 steps of half, a quarter and an eighth the
   size (Gauss-Newton, to 1e-8), then takes chord steps on the exact flows of the segments
-  (exact Taylor residuals, RK4 Jacobians) and, after chaining, on the whole control.  The
-  control is then replayed at ``HIGH_DPS`` digits: unless its error there plus twice the drift
-  of its float64 replay from that one is within tolerance (long controls amplify rounding as
-  long networks do), it is refined at ``HIGH_DPS`` digits too and returned with ``dps`` set.
+  (exact Taylor residuals, RK4 Jacobians) and, after chaining, on the whole control (RK4
+  Jacobians with ``WHOLE_SUBSTEPS`` steps per control step).  The control is then replayed at
+  ``HIGH_DPS`` digits: unless its error there plus twice the drift of its float64 replay from
+  that one is within tolerance (long controls amplify rounding as long networks do), or if the
+  float64 chord stalled above tolerance, it is refined at ``HIGH_DPS`` digits with the same
+  chord and returned with ``dps`` set.
   ``steps_per_dim=10, segments=1, population=1, max_starts=1, max_iter=300`` is the plain
   single-start Levenberg-Marquardt fit of DESIGN §6, the benchmark's baseline.
 * ``steer``: bracket steering along the path to the targets (:mod:`verify.steering`): each move
@@ -119,6 +121,13 @@ DEPTH_DEFAULTS = {
 # (A homotopy between the two step sizes did worse, 3 of 8: where one refit fails, the coarse
 # surrogate's solution is mostly an artefact of its steps, and tracking it costs the budget.)
 REFINE_JACOBIANS = 60
+
+# Continuous depth: RK4 steps per control step in the Jacobian of the chord steps on the whole
+# control.  Its error limits what each chord step gains: on seed 12 m = 8 instance 0 the chaining
+# left 3.2e-9 (at the float64 flow's rounding); with the refits' 8 RK4 steps the 30-digit chord
+# gained 2.5x per step and ran out of time, with 32 it reached 3.2e-12 in two steps (solved in
+# 28 s); 128 cost 22 s per Jacobian.
+WHOLE_SUBSTEPS = 32
 
 
 def resolve(settings: Settings) -> Settings:
@@ -229,21 +238,17 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         steps = [step for seg in shoot.controls(x) for step in seg]
         return [b for b, _ in steps], np.array([t for _, t in steps])
 
-    def polish_whole(pattern, h, depth, max_iter):
-        """Gauss-Newton first, then damped steps, on the whole network or control with exact
-        Jacobians (network step derivatives, flow sensitivities), towards tolerance / 10."""
+    def polish_network(pattern, h, max_iter):
+        """Gauss-Newton first, then damped steps, on the whole network with exact Jacobians
+        (the layers' step derivatives), towards tolerance / 10."""
 
         def fit(z):
-            steps = list(zip(pattern, z, strict=True))
-            if depth == "finite":
-                res = apply(blocks, steps, X, sensitivities=True)
-                return res.end.ravel() - Y.ravel(), res.d_steps
-            res = flow(blocks, steps, X, sensitivities=True)
-            return res.end.ravel() - Y.ravel(), res.d_durations
+            res = apply(blocks, list(zip(pattern, z, strict=True)), X, sensitivities=True)
+            return res.end.ravel() - Y.ravel(), res.d_steps
 
         with np.errstate(all="ignore"):  # overflowing trial steps are rejected, not reported
             h, info = levenberg_marquardt(fit, h, tol=0.1 * tol, max_iter=max_iter, deadline=deadline, gauss_newton_first=True,
-                                          residual_only=lambda z: _residual(blocks, pattern, z, X, Y, depth))
+                                          residual_only=lambda z: _residual(blocks, pattern, z, X, Y, "finite"))
         extra_jacobians[0] += info["jacobians"]
         return h, info["residual"]
 
@@ -264,7 +269,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         if 2 * rounding <= tol:  # else no float64 network can pass, and the float64 polish would be wasted
             err = replay_error(blocks, net, X, Y, "finite")
             if err > 0.1 * tol:
-                h, _ = polish_whole(pattern, h, "finite", 30)
+                h, _ = polish_network(pattern, h, 30)
                 net = layers(h)
                 err, rounding = replay_error(blocks, net, X, Y, "finite"), propagated_rounding(blocks, net, X)
             if err + 2 * rounding <= tol:  # another replay: at most 2 estimates away
@@ -283,8 +288,8 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         """RK4 surrogate solved to 1e-3: Gauss-Newton on RK4 steps of half, a quarter and an
         eighth the size to 1e-8; chord steps on the exact flows of the segments (exact Taylor
         residuals, RK4 Jacobians); chaining (flows compose exactly); chord steps on the whole
-        control when the chaining amplified the residual past tolerance / 10 (and Gauss-Newton
-        with the exact flow's sensitivities if that is not enough)."""
+        control when the chaining amplified the residual past tolerance / 10, in float64 and,
+        if that stalls above the tolerance or the replay is too unstable, at HIGH_DPS digits."""
         fine = shoot
         for _ in range(3):  # RK4 steps halved three times: its error falls about tenfold each time
             fine = Shooting(blocks, X, Y, S, shoot.steps, 2 * fine.substeps, "rk4")
@@ -305,21 +310,22 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         pattern, h = [b for b, _ in steps], np.array([t for _, t in steps])
 
         def jacobian(z):
-            return integrate_batch(blocks, pattern, z[None], X[None], substeps=fine.substeps, sensitivities=True).d_steps[0]
+            return integrate_batch(blocks, pattern, z[None], X[None], substeps=WHOLE_SUBSTEPS, sensitivities=True).d_steps[0]
 
         h, err, jac = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol, deadline)
         extra_jacobians[0] += jac
-        if err > tol:  # the chaining amplified the residual beyond what RK4 Jacobians correct: exact ones
-            h, err = polish_whole(pattern, h, "continuous", 4)
-        if err > tol:
-            return None
         control = list(zip(pattern, map(float, h), strict=True))
-        exact = high_precision_end(blocks, control, X, "continuous")
-        exact_err = float(np.abs((exact - Y).astype(float)).max())
-        drift = float(np.abs((exact - image(blocks, control, X, "continuous")).astype(float)).max())
-        if exact_err + 2 * drift <= tol:  # another float64 replay twice as far from the exact flow still passes
-            return control, err, None
-        control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, HIGH_DPS, deadline, depth="continuous")
+        if err <= tol:
+            exact = high_precision_end(blocks, control, X, "continuous")
+            exact_err = float(np.abs((exact - Y).astype(float)).max())
+            drift = float(np.abs((exact - image(blocks, control, X, "continuous")).astype(float)).max())
+            if exact_err + 2 * drift <= tol:  # another float64 replay twice as far from the exact flow still passes
+                return control, err, None
+        # The float64 replay is too unstable for the tolerance, or the chord stalled above it
+        # (at the float64 flow's own rounding, as the chaining amplifies it): chord steps on the
+        # HIGH_DPS-digit flow, with the same RK4 Jacobians.
+        control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, HIGH_DPS, deadline,
+                                                depth="continuous", jacobian=jacobian)
         extra_jacobians[0] += jac
         return (control, err, HIGH_DPS) if err <= tol else None
 
@@ -362,22 +368,26 @@ def high_precision_end(blocks, steps, X, depth: str, dps: int = HIGH_DPS) -> np.
 
 
 def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline: float = math.inf,
-                        max_iter: int = 8, depth: str = "finite") -> tuple[list, float, int]:
+                        max_iter: int = 8, depth: str = "finite", jacobian=None) -> tuple[list, float, int]:
     """:func:`_chord` on a network or control whose float64 replay is too unstable for the
     tolerance: the residual at ``dps`` digits (steps kept at ``dps`` digits; its float64
-    rounding is accurate to 16 digits of itself), the step from the float64 Jacobian (layer
-    derivatives, or the flow's duration sensitivities).  Returns the steps (as mpmath numbers),
-    the last max |r| and the Jacobians used."""
+    rounding is accurate to 16 digits of itself), the step from a float64 Jacobian of the step
+    sizes or durations (by default the layer derivatives, or the flow's duration sensitivities;
+    ``jacobian`` replaces it, e.g. by the cheaper RK4 one).  Returns the steps (as mpmath
+    numbers), the last max |r| and the Jacobians used."""
     def residual(z):
         return (high_precision_end(blocks, list(zip(pattern, z, strict=True)), X, depth, dps) - Y).ravel().astype(float)
 
-    def jacobian(z):
-        steps = list(zip(pattern, z.astype(float), strict=True))
+    def exact_jacobian(z):
+        steps = list(zip(pattern, z, strict=True))
         if depth == "finite":
             return apply(blocks, steps, X, sensitivities=True).d_steps
         return flow(blocks, steps, X, sensitivities=True).d_durations
 
-    hm, err, jacobians = _chord_in_precision(residual, jacobian, h, tol, dps, deadline, max_iter)
+    def float_jacobian(z):
+        return (jacobian or exact_jacobian)(z.astype(float))
+
+    hm, err, jacobians = _chord_in_precision(residual, float_jacobian, h, tol, dps, deadline, max_iter)
     return [(b, t) for b, t in zip(pattern, hm, strict=True) if t != 0], err, jacobians
 
 
