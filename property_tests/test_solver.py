@@ -167,6 +167,22 @@ def test_control_refinement_in_high_precision_reaches_below_float64(rk4_substeps
     assert np.abs((theirs - Y).astype(float)).max() <= 1e-21
 
 
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_chord_stops_cleanly_when_its_jacobian_overflows(bad):
+    """Regression (seed 11 m = 8, 20 m steps): the RK4 Jacobian of a long control overflowed,
+    the chord's step came out NaN, and the replay of NaN durations raised an input error out of
+    the solver.  The chord now stops at such a Jacobian and keeps what it had."""
+    rng = np.random.default_rng(5)
+    X, blocks = rng.normal(size=(1, 2, 2)), gaussian_blocks(5, 2)
+    pattern, h = [0, 1] * 2, rng.uniform(-0.6, 0.6, 4)
+    Y = flow(blocks, list(zip(pattern, h, strict=True)), X).end
+    start = h + 1e-6
+    steps, err, jacobians = refine_in_precision(blocks, pattern, start, X, Y, 1e-22, 30, depth="continuous",
+                                                jacobian=lambda z: np.full((X.size, len(z)), bad))
+    assert jacobians == 1 and [float(t) for _, t in steps] == list(start)
+    assert err == pytest.approx(float(np.abs(flow(blocks, list(zip(pattern, start, strict=True)), X).end - Y).max()), rel=1e-6)
+
+
 def test_unstable_network_is_written_with_its_precision(tmp_path):
     """Reach instance m = 18 number 3: its fit reaches tolerance, but the chained network of
     108 layers amplifies float64 rounding past it (its float64 replay misses by about 4e-10).

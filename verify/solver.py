@@ -425,14 +425,20 @@ def _chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter):
 def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int = 8):
     """x - J(x)^+ r(x) repeated while max |r| falls, with an approximate Jacobian J (a chord
     method: each step gains about as many digits as J agrees with the exact derivative).
-    Stops at max |r| <= tol, when the residual stops falling, or at the deadline; returns the
-    last x, its max |r| and the number of Jacobians evaluated."""
+    Stops at max |r| <= tol, when the residual stops falling or a residual, Jacobian or step
+    is not finite (an overflow), or at the deadline; returns the last x, its max |r| and the
+    number of Jacobians evaluated."""
     r = residual(x)
     err, jacobians = float(np.abs(r).max()), 0
     while err > tol and jacobians < max_iter and time.perf_counter() < deadline:
-        with np.errstate(all="ignore"):
-            trial = x + np.linalg.lstsq(jacobian(x), -r, rcond=1e-13)[0]
+        J = jacobian(x)
         jacobians += 1
+        if not (np.all(np.isfinite(J)) and math.isfinite(err)):  # an integration overflowed: no step to take
+            break
+        with np.errstate(all="ignore"):
+            trial = x + np.linalg.lstsq(J, -r, rcond=1e-13)[0]
+        if not np.all(np.isfinite(trial.astype(float))):
+            break
         r_trial = residual(trial)
         err_trial = float(np.abs(r_trial).max())
         if not err_trial < err:
