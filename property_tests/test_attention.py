@@ -117,10 +117,11 @@ def test_cupy_is_optional():
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("shape", [(4, 2, 2, 2), (2, 3, UNROLL + 2, 2), (1, 2, 3, UNROLL + 1)])
+@pytest.mark.parametrize("shape", [(4, 2, 2, 2), (3, 2, 3, 2), (3, 2, 4, 2), (2, 3, UNROLL + 2, 2), (1, 2, 3, UNROLL + 1)])
 def test_float64_kernels_on_both_sides_of_the_unrolling_threshold(shape, causal):
-    """The solver's kernels sum over at most UNROLL tokens or coordinates term by term and hand
-    longer axes to matmul/reduce; each side must give the generic field and Jacobian."""
+    """The solver's kernels sum small products and rows of at most UNROLL entries term by term
+    and hand larger ones to matmul/reduce (n = 2, 3 tokens below the product threshold, 4
+    above it); each side must give the generic field and Jacobian."""
     b = gaussian_blocks(seed=5, d=shape[-1], causal=causal)[0]
     Z = np.random.default_rng(2).normal(size=shape)
     F, J = field_and_jacobian(b, Z)

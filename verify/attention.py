@@ -210,9 +210,14 @@ def field_numpy(block: Block, Z: np.ndarray) -> np.ndarray:
 # The float64 kernels run on large batches of tiny matrices (n, d <= 4 in the solver), where a
 # stacked matmul or a reduction along an axis of length 2-4 costs NumPy a short inner loop per
 # matrix (measured 60-90 us for 448 products of 2 x 2 matrices, against 6 us for the same work as
-# one 2-D product).  So products with a fixed matrix run as one 2-D product, and stacked products
-# and row reductions over at most UNROLL terms run as that many whole-array operations.
+# one 2-D product).  So products with a fixed matrix run as one 2-D product, row reductions over
+# at most UNROLL terms run as that many whole-array operations, and so do stacked products of at
+# most UNROLL_PRODUCT multiply-adds per matrix (p q r: 8 for 2 x 2 matrices, 18 for n = 3 and
+# d = 2).  Larger ones go to matmul, whose per-matrix loop is then the cheaper: with 4 tokens
+# (m = 32 and up) the population fit ran 92 -> 110 Jacobians per second at m = 32 and 18 -> 21
+# at m = 64, and unchanged at m = 18.
 UNROLL = 8
+UNROLL_PRODUCT = 18
 
 
 def _times(Z: np.ndarray, A: np.ndarray) -> np.ndarray:
@@ -221,9 +226,9 @@ def _times(Z: np.ndarray, A: np.ndarray) -> np.ndarray:
 
 
 def _small_matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """A (..., p, q) @ B (..., q, r), summed term by term when q <= UNROLL."""
-    q = A.shape[-1]
-    if q > UNROLL:
+    """A (..., p, q) @ B (..., q, r), summed term by term when p q r <= UNROLL_PRODUCT."""
+    p, q = A.shape[-2:]
+    if p * q * B.shape[-1] > UNROLL_PRODUCT:
         return A @ B
     out = A[..., :, 0, None] * B[..., None, 0, :]
     for k in range(1, q):
