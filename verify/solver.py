@@ -29,8 +29,10 @@ invariant forbids:
   that one is within tolerance (long controls amplify rounding as long networks do), or if the
   float64 chord stalled above tolerance, it is refined at ``HIGH_DPS`` digits with the same
   chord and returned with ``dps`` set.
-  ``steps_per_dim=10, segments=1, population=1, max_starts=1, max_iter=300`` is the plain
-  single-start Levenberg-Marquardt fit of DESIGN §6, the benchmark's baseline.
+  Every population step is corrected by geodesic acceleration (``acceleration``, see
+  :func:`verify.shooting.population_lm`).  ``steps_per_dim=10, segments=1, population=1,
+  max_starts=1, max_iter=300, acceleration=0`` is the plain single-start Levenberg-Marquardt
+  fit of DESIGN §6, the benchmark's baseline.
 * ``steer``: bracket steering along the path to the targets (:mod:`verify.steering`): each move
   aims a fraction of the way, Newton on the bracket coefficients realises it by commutators of
   flows; the fraction grows after a success and halves after a failure.  Measured reach is
