@@ -319,18 +319,18 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
 
         h, err, jac = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol, deadline)
         extra_jacobians[0] += jac
-        control = list(zip(pattern, map(float, h), strict=True))
+        control, exact_residual = list(zip(pattern, map(float, h), strict=True)), None
         if err <= tol:
             exact = high_precision_end(blocks, control, X, "continuous")
-            exact_err = float(np.abs((exact - Y).astype(float)).max())
+            exact_residual = (exact - Y).ravel().astype(float)
             drift = float(np.abs((exact - image(blocks, control, X, "continuous")).astype(float)).max())
-            if exact_err + 2 * drift <= tol:  # another float64 replay twice as far from the exact flow still passes
+            if float(np.abs(exact_residual).max()) + 2 * drift <= tol:  # another float64 replay twice as far still passes
                 return control, err, None
         # The float64 replay is too unstable for the tolerance, or the chord stalled above it
         # (at the float64 flow's own rounding, as the chaining amplifies it): chord steps on the
         # HIGH_DPS-digit flow, with the same RK4 Jacobians.
         control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, HIGH_DPS, deadline,
-                                                depth="continuous", jacobian=jacobian)
+                                                depth="continuous", jacobian=jacobian, r=exact_residual)
         extra_jacobians[0] += jac
         return (control, err, HIGH_DPS) if err <= tol else None
 
@@ -373,13 +373,14 @@ def high_precision_end(blocks, steps, X, depth: str, dps: int = HIGH_DPS) -> np.
 
 
 def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline: float = math.inf,
-                        max_iter: int = 8, depth: str = "finite", jacobian=None) -> tuple[list, float, int]:
+                        max_iter: int = 8, depth: str = "finite", jacobian=None, r=None) -> tuple[list, float, int]:
     """:func:`_chord` on a network or control whose float64 replay is too unstable for the
     tolerance: the residual at ``dps`` digits (steps kept at ``dps`` digits; its float64
     rounding is accurate to 16 digits of itself), the step from a float64 Jacobian of the step
     sizes or durations (by default the layer derivatives, or the flow's duration sensitivities;
-    ``jacobian`` replaces it, e.g. by the cheaper RK4 one).  Returns the steps (as mpmath
-    numbers), the last max |r| and the Jacobians used."""
+    ``jacobian`` replaces it, e.g. by the cheaper RK4 one; ``r``, if the caller has it, is the
+    residual at h at ``dps`` digits, which is then not computed again).  Returns the steps (as
+    mpmath numbers), the last max |r| and the Jacobians used."""
     def residual(z):
         return (high_precision_end(blocks, list(zip(pattern, z, strict=True)), X, depth, dps) - Y).ravel().astype(float)
 
@@ -392,7 +393,7 @@ def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline
     def float_jacobian(z):
         return (jacobian or exact_jacobian)(z.astype(float))
 
-    hm, err, jacobians = _chord_in_precision(residual, float_jacobian, h, tol, dps, deadline, max_iter)
+    hm, err, jacobians = _chord_in_precision(residual, float_jacobian, h, tol, dps, deadline, max_iter, r)
     return [(b, t) for b, t in zip(pattern, hm, strict=True) if t != 0], err, jacobians
 
 
@@ -418,22 +419,22 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
     return _chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter)
 
 
-def _chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter):
+def _chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter, r=None):
     """:func:`_chord` with x kept as mpmath numbers at ``dps`` digits (floats converted exactly,
     mpmath numbers kept as they are)."""
     import mpmath
 
     with precision(dps):
-        return _chord(residual, jacobian, np.array([mpmath.mpf(v) for v in x], dtype=object), tol, deadline, max_iter)
+        return _chord(residual, jacobian, np.array([mpmath.mpf(v) for v in x], dtype=object), tol, deadline, max_iter, r)
 
 
-def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int = 8):
+def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int = 8, r=None):
     """x - J(x)^+ r(x) repeated while max |r| falls, with an approximate Jacobian J (a chord
     method: each step gains about as many digits as J agrees with the exact derivative).
     Stops at max |r| <= tol, when the residual stops falling or a residual, Jacobian or step
     is not finite (an overflow), or at the deadline; returns the last x, its max |r| and the
-    number of Jacobians evaluated."""
-    r = residual(x)
+    number of Jacobians evaluated.  ``r`` is the residual at x when the caller has it already."""
+    r = residual(x) if r is None else r
     err, jacobians = float(np.abs(r).max()), 0
     while err > tol and jacobians < max_iter and time.perf_counter() < deadline:
         J = jacobian(x)
