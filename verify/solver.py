@@ -16,10 +16,11 @@ invariant forbids:
   tolerance / 10 is chained into one network and, if the chaining amplified the segment
   residuals past the tolerance, polished by Gauss-Newton.  A network whose float64 replay
   cannot be trusted to the tolerance (its error plus twice its propagated rounding exceeds it:
-  long networks often amplify rounding a millionfold) is refined at ``HIGH_DPS`` digits, its
-  segments first (:func:`refine_segments_in_precision`), then the whole network
-  (:func:`refine_in_precision`), and returned with ``Solution.dps`` set: its witness says
-  ``"precision": "30 digits"`` and replays there.
+  long networks often amplify rounding a millionfold) is refined at ``HIGH_DPS`` digits or
+  more (:func:`high_digits`, from that amplification), its segments first
+  (:func:`refine_segments_in_precision`), then the whole network (:func:`refine_in_precision`),
+  and returned with ``Solution.dps`` set: its witness says, e.g., ``"precision": "30 digits"``
+  and replays there.
   Continuous depth fits an RK4 surrogate of the flows (:mod:`verify.rk4`, ``substeps`` RK4
   steps per control step) to 1e-3, refits on RK4 steps of half, a quarter and an eighth the
   size (Gauss-Newton, to 1e-8), then takes chord steps on the exact flows of the segments
@@ -27,8 +28,8 @@ invariant forbids:
   Jacobians with ``WHOLE_SUBSTEPS`` steps per control step).  The control is then replayed at
   ``HIGH_DPS`` digits: unless its error there plus twice the drift of its float64 replay from
   that one is within tolerance (long controls amplify rounding as long networks do), or if the
-  float64 chord stalled above tolerance, it is refined at ``HIGH_DPS`` digits with the same
-  chord and returned with ``dps`` set.
+  float64 chord stalled above tolerance, it is refined at ``HIGH_DPS`` digits (more if the
+  drift asks for them) with the same chord and returned with ``dps`` set.
   Every population step is corrected by geodesic acceleration (``acceleration``, see
   :func:`verify.shooting.population_lm`).  ``steps_per_dim=10, segments=1, population=1,
   max_starts=1, max_iter=300, acceleration=0`` is the plain single-start Levenberg-Marquardt
@@ -280,21 +281,25 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             if err + 2 * rounding <= tol:  # another replay: at most 2 estimates away
                 return net, err, None
         # Too unstable for float64: the segments first (each short, so its float64 Jacobian is
-        # good), at HIGH_DPS digits far below what the chaining amplifies, then the whole network.
-        xm, _, jac = refine_segments_in_precision(shoot, x, 1e-6 * tol, HIGH_DPS, deadline)
-        extra_jacobians[0] += jac
-        net, err, jac = refine_in_precision(blocks, pattern, xm[: len(pattern)], X, Y, 0.1 * tol, HIGH_DPS, deadline)
-        extra_jacobians[0] += jac
-        if err + 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in net], X, 10.0**-HIGH_DPS) > tol:
+        # good), at enough digits and far below what the chaining amplifies, then the whole network.
+        gain = amplification(rounding)
+        dps = high_digits(gain, tol)
+        if dps > MAX_DPS:
             return None
-        return net, err, HIGH_DPS
+        xm, _, jac = refine_segments_in_precision(shoot, x, 1e-3 * tol / gain, dps, deadline)
+        extra_jacobians[0] += jac
+        net, err, jac = refine_in_precision(blocks, pattern, xm[: len(pattern)], X, Y, 0.1 * tol, dps, deadline)
+        extra_jacobians[0] += jac
+        if err + 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in net], X, 10.0**-dps) > tol:
+            return None
+        return net, err, dps
 
     def finish_continuous(x):
         """RK4 surrogate solved to 1e-3: Gauss-Newton on RK4 steps of half, a quarter and an
         eighth the size to 1e-8; chord steps on the exact flows of the segments (exact Taylor
         residuals, RK4 Jacobians); chaining (flows compose exactly); chord steps on the whole
         control when the chaining amplified the residual past tolerance / 10, in float64 and,
-        if that stalls above the tolerance or the replay is too unstable, at HIGH_DPS digits."""
+        if that stalls above the tolerance or the replay is too unstable, at HIGH_DPS digits or more."""
         fine = shoot
         for _ in range(3):  # RK4 steps halved three times: its error falls about tenfold each time
             fine = Shooting(blocks, X, Y, S, shoot.steps, 2 * fine.substeps, "rk4")
@@ -319,20 +324,23 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
 
         h, err, jac = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol, deadline)
         extra_jacobians[0] += jac
-        control, exact_residual = list(zip(pattern, map(float, h), strict=True)), None
+        control, exact_residual, dps = list(zip(pattern, map(float, h), strict=True)), None, HIGH_DPS
         if err <= tol:
             exact = high_precision_end(blocks, control, X, "continuous")
             exact_residual = (exact - Y).ravel().astype(float)
             drift = float(np.abs((exact - image(blocks, control, X, "continuous")).astype(float)).max())
             if float(np.abs(exact_residual).max()) + 2 * drift <= tol:  # another float64 replay twice as far still passes
                 return control, err, None
+            dps = high_digits(amplification(drift), tol)
+            if dps > MAX_DPS:
+                return None
         # The float64 replay is too unstable for the tolerance, or the chord stalled above it
         # (at the float64 flow's own rounding, as the chaining amplifies it): chord steps on the
-        # HIGH_DPS-digit flow, with the same RK4 Jacobians.
-        control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, HIGH_DPS, deadline,
-                                                depth="continuous", jacobian=jacobian, r=exact_residual)
+        # flow at enough digits for the drift (HIGH_DPS at least), with the same RK4 Jacobians.
+        control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, dps, deadline, depth="continuous",
+                                                jacobian=jacobian, r=exact_residual if dps == HIGH_DPS else None)
         extra_jacobians[0] += jac
-        return (control, err, HIGH_DPS) if err <= tol else None
+        return (control, err, dps) if err <= tol else None
 
     def finish(x):
         try:
@@ -361,9 +369,30 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
                     [[settings.seed, i] for i in range(rec.starts)], dps)
 
 
-# Digits for networks and controls too unstable for float64.  The worst measured propagated
-# rounding was about 1e12 units (a float64 replay 7e-4 off); at 30 digits that is still 1e-18.
+# Digits for networks and controls too unstable for float64, at least.  Most found networks
+# propagate at most about 1e12 units of rounding (a float64 replay 7e-4 off), which is 1e-18 at
+# 30 digits; some chain into far more (2e22 units at m = 32, seed 4 instance 6), and then
+# :func:`high_digits` adds digits, up to MAX_DPS (beyond it the network is not returned).
 HIGH_DPS = 30
+MAX_DPS = 100
+
+
+def amplification(rounding: float) -> float:
+    """How many float64 units of rounding a replay propagates (at least 1), from the estimate
+    ``rounding`` of its rounding (:func:`verify.network.propagated_rounding`, or a float64
+    replay's drift from an exact one)."""
+    return max(rounding / 2.0**-52, 1.0)
+
+
+def high_digits(gain: float, tol: float) -> int:
+    """Digits at which a replay that amplifies its rounding ``gain``-fold stays 1e-3 * tol
+    from the exact image, with 4 digits to spare for the residuals driven below that (at
+    least HIGH_DPS).
+
+    >>> high_digits(1e6, 1e-10), high_digits(2e22, 1e-10)
+    (30, 40)
+    """
+    return max(HIGH_DPS, math.ceil(math.log10(gain / (1e-3 * tol))) + 4)
 
 
 def high_precision_end(blocks, steps, X, depth: str, dps: int = HIGH_DPS) -> np.ndarray:
