@@ -28,7 +28,9 @@ from verify.solver import (
     high_digits,
     refine_in_precision,
     refine_segments_in_precision,
+    resolve,
     solve,
+    start,
 )
 from verify.steering import inverse, merge, realize
 
@@ -80,6 +82,21 @@ def test_unknown_settings_are_refused(field, value, message):
     X, Y, blocks = instance(4, 0)
     with pytest.raises(InputError, match=message):
         solve(blocks, X, Y, Settings(**{field: value}))
+
+
+def test_mixed_starts_alternate_path_and_images():
+    """states="mixed" (the finite default): even starts are straight-path starts with step
+    sizes in [-scale, scale], odd starts images of steps in [-image_scale, image_scale]; each
+    from default_rng([seed, index])."""
+    X, Y, blocks = instance(8, 0)
+    shoot = Shooting(blocks, X, Y, segments=4, steps=12)
+    settings = resolve(Settings(depth="finite", seed=5))
+    assert settings.states == "mixed"
+    for index, (scale, states) in enumerate([(settings.scale, "path"), (settings.image_scale, "images")] * 2):
+        expected = shoot.fresh(np.random.default_rng([5, index]), scale, states)
+        assert np.array_equal(start(shoot, settings, index), expected)
+    H = start(shoot, settings, 1)[:48]
+    assert settings.scale < np.abs(H).max() <= settings.image_scale
 
 
 def test_realisation_is_a_commutator_with_the_right_sign():

@@ -349,7 +349,7 @@ def population_lm(
         bounded = np.ones(len(x), dtype=bool)
         if acceleration:
             accel = solver(shooting.curvature(x, step))
-            with np.errstate(invalid="ignore"):
+            with np.errstate(over="ignore", invalid="ignore"):  # an overflowing correction is rejected below
                 bounded = 2 * np.linalg.norm(accel, axis=1) <= acceleration * np.linalg.norm(step, axis=1)
             step = step + 0.5 * accel
         trial = x + step

@@ -9,7 +9,9 @@ invariant forbids:
   depend on the depth: ``DEPTH_DEFAULTS``, filled in by :func:`resolve`),
   fitted by a ``population`` of Levenberg-Marquardt starts in lock step (minimum-norm
   steps; step sizes uniform in [-scale, scale] from ``default_rng([seed, start])``, and the
-  intermediate states on the straight path from X to Y, ``states="path"``); a start
+  intermediate states on the straight path from X to Y, ``states="path"``; with
+  ``states="mixed"``, the finite default, every other start instead has step sizes in
+  [-image_scale, image_scale] and the images of its segments as states, ``"images"``); a start
   that has used ``max_iter`` Jacobians (or, with ``patience``, stopped halving its residual) is
   replaced by the next one, until ``max_starts`` or ``time_budget`` runs out.
   Finite depth fits the layers themselves (exact Jacobians); the first start within
@@ -90,7 +92,9 @@ class Settings:
     segment_steps: int | None = None  # lm: steps per segment when segments is None (None: DEPTH_DEFAULTS)
     population: int | None = None  # lm: starts fitted in lock step (None: DEPTH_DEFAULTS)
     scale: float = 0.5  # lm: initial durations uniform in [-scale, scale]
-    states: str = "path"  # lm: initial intermediate states on the straight path X -> Y, or "images" (Shooting.fresh)
+    states: str | None = None  # lm: "path" (intermediate states on the straight path X -> Y), "images" (Shooting.fresh),
+    # or "mixed" (even starts "path", odd starts "images" with step sizes in [-image_scale, image_scale]); None: DEPTH_DEFAULTS
+    image_scale: float = 2.0  # lm, states="mixed": initial step sizes of the "images" starts
     substeps: int = 1  # lm, continuous depth: RK4 steps per control step in the population fit
     max_iter: int | None = None  # lm: Jacobians per start (None: DEPTH_DEFAULTS)
     patience: int = 0  # lm: replace a start whose residual has not halved in this many Jacobians (0: never)
@@ -117,9 +121,12 @@ class Settings:
 # With geodesic acceleration a finite start converges in fewer Jacobians, and 8 starts in lock
 # step instead of 16 give each twice the iterations within the budget: at m = 32 (60 s, seed 11
 # instances 0-5 and seed 12 instances 0-5) the same 8 of 12 solved, in 4-23 s against 10-46 s.
+# Finite starts alternate straight-path and image starts (``states="mixed"``, :func:`start`):
+# at m = 8 (30 s) 9 and 8 of 10 on seeds 11 and 12 against 8 and 7 with path starts only, m = 18
+# 10 of 10 both ways on both seeds, m = 32 (60 s, seed 4) 7 of 10 against 6.
 DEPTH_DEFAULTS = {
-    "finite": {"steps_per_dim": 6, "segment_steps": 12, "max_iter": 1000, "population": 8},
-    "continuous": {"steps_per_dim": 10, "segment_steps": 12, "max_iter": 300, "population": 16},
+    "finite": {"steps_per_dim": 6, "segment_steps": 12, "max_iter": 1000, "population": 8, "states": "mixed"},
+    "continuous": {"steps_per_dim": 10, "segment_steps": 12, "max_iter": 300, "population": 16, "states": "path"},
 }
 
 # Continuous depth: Jacobians per refit of the RK4 surrogate on halved steps.  30 lost a seed 11
@@ -213,8 +220,8 @@ def solve(
     """Find a control (continuous) or network (finite) taking X to Y; see module docstring."""
     if settings.depth not in DEPTH_DEFAULTS:
         raise InputError(f"unknown depth {settings.depth!r}; choose 'continuous' or 'finite'")
-    if settings.states not in START_STATES:
-        raise InputError(f"unknown start states {settings.states!r}; choose 'path' or 'images'")
+    if settings.states not in (*START_STATES, "mixed", None):
+        raise InputError(f"unknown start states {settings.states!r}; choose 'path', 'images' or 'mixed'")
     check_admissible(X, Y, bool(blocks[0].causal))
     settings = resolve(settings)
     if settings.method == "steer":
@@ -224,6 +231,20 @@ def solve(
     if settings.method != "lm":
         raise InputError(f"unknown method {settings.method!r}; choose 'lm' or 'steer'")
     return _lm_solve(blocks, X, Y, settings, progress)
+
+
+def start(shoot: Shooting, settings: Settings, index: int) -> np.ndarray:
+    """Start ``index`` of the population fit (:meth:`Shooting.fresh` with ``default_rng([seed,
+    index])``): ``settings.states`` and ``settings.scale``, except that with ``states="mixed"``
+    the odd starts are ``"images"`` with step sizes in [-image_scale, image_scale].  Straight-path
+    states can lead every start of a fit into the same region (seen at m = 8: all of them
+    stalled at one residual, their states shrunk to near the origin, where attention is nearly
+    uniform and the differences of tokens barely move); the images of large random steps
+    start elsewhere."""
+    rng = np.random.default_rng([settings.seed, index])
+    if settings.states == "mixed":
+        return shoot.fresh(rng, settings.image_scale, "images") if index % 2 else shoot.fresh(rng, settings.scale, "path")
+    return shoot.fresh(rng, settings.scale, settings.states)
 
 
 def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
@@ -236,9 +257,6 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     shoot = Shooting(blocks, X, Y, S, total // S, 1 if finite else settings.substeps, "euler" if finite else "rk4")
     tol = settings.tolerance
     extra_jacobians = [0]
-
-    def start(index: int) -> np.ndarray:
-        return shoot.fresh(np.random.default_rng([settings.seed, index]), settings.scale, settings.states)
 
     def chained(x) -> tuple[list[int], np.ndarray]:
         steps = [step for seg in shoot.controls(x) for step in seg]
@@ -355,9 +373,10 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             last[0] = time.perf_counter()
             progress(f"{rec.starts} starts, {rec.jacobians} Jacobians: best max |residual| = {rec.best:.2e}")
 
-    rec = population_lm(shoot, size=settings.population, start=start, tol=0.1 * tol if finite else 1e-3,
-                        max_iter=settings.max_iter, max_starts=settings.max_starts, deadline=deadline,
-                        finish=finish, patience=settings.patience, acceleration=settings.acceleration, report=report)
+    rec = population_lm(shoot, size=settings.population, start=lambda index: start(shoot, settings, index),
+                        tol=0.1 * tol if finite else 1e-3, max_iter=settings.max_iter, max_starts=settings.max_starts,
+                        deadline=deadline, finish=finish, patience=settings.patience, acceleration=settings.acceleration,
+                        report=report)
     steps, err, dps = rec.found or ([], math.inf, None)
     ok = err <= tol
     why = (f"not found within {settings.time_budget:g} s ({rec.starts} start(s))" if time.perf_counter() >= deadline
