@@ -34,8 +34,8 @@ invariant forbids:
   drift asks for them) with the same chord and returned with ``dps`` set.
   Every population step is corrected by geodesic acceleration (``acceleration``, see
   :func:`verify.shooting.population_lm`).  ``steps_per_dim=10, segments=1, population=1,
-  max_starts=1, max_iter=300, acceleration=0, states="path"`` is the plain single-start Levenberg-Marquardt
-  fit of DESIGN §6, the benchmark's baseline.
+  max_starts=1, max_iter=300, acceleration=0, states="path"`` is the plain single-start
+  Levenberg-Marquardt fit of DESIGN §6, the benchmark's baseline.
 * ``steer``: bracket steering along the path to the targets (:mod:`verify.steering`): each move
   aims a fraction of the way, Newton on the bracket coefficients realises it by commutators of
   flows; the fraction grows after a success and halves after a failure.  Measured reach is
