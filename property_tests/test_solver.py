@@ -238,7 +238,8 @@ def test_network_beyond_30_digits_gets_the_digits_it_needs():
     reaches tolerance, and the chained network of 192 layers propagates about 2e22 units of
     rounding, so that even at 30 digits it misses the targets (the independent implementation:
     about 3e-9).  The solver refines it at the digits :func:`high_digits` asks for and returns
-    them; the independent replay at those digits is within tolerance, at 30 it is not."""
+    them; the independent replay at those digits is within tolerance, at 30 it is not, and our
+    replay's rounding estimate says as much."""
     X, Y, blocks = instance(32, 6, seed=4)
     sol = solve(blocks, X, Y, Settings(depth="finite", seed=6, time_budget=math.inf, max_starts=8, states="path"))
     assert sol.success and sol.dps is not None and sol.dps > HIGH_DPS
@@ -249,6 +250,11 @@ def test_network_beyond_30_digits_gets_the_digits_it_needs():
         return float(np.abs((end - Y).astype(float)).max())
 
     assert theirs(sol.dps) <= 0.1 * Settings().tolerance < Settings().tolerance < theirs(HIGH_DPS)
+    # `verify check`'s replay carries the amplified rounding in its estimate: within tolerance at
+    # the witness's digits, above the tolerance at 30 digits (the per-layer estimate said 1.5e-27)
+    w = witness.from_dict(witness.make(blocks, X, Y, "finite", sol.steps, Settings().tolerance))
+    ours, at30 = witness.replay(w, sol.dps), witness.replay(w, HIGH_DPS)
+    assert ours["passed"] and not at30["passed"] and at30["integration_error_estimate"] > Settings().tolerance
 
 
 @given(gain=st.floats(1.0, 1e80), tol=st.floats(1e-16, 1e-4))

@@ -51,7 +51,7 @@ from .blocks import Block
 from .datafiles import ensure_new
 from .errors import InputError
 from .flow import flow
-from .network import apply, rounding_estimate
+from .network import apply, propagated_rounding, rounding_estimate
 
 SCHEMA = "attention-interpolation-witness/1"
 DEPTHS = {"continuous": ("steps", "duration"), "finite": ("layers", "step")}
@@ -286,12 +286,23 @@ def save(doc: dict[str, Any], path: str | Path, *, overwrite: bool = False) -> P
 # ---------------------------------------------------------------- replay
 
 
+def _network_rounding(w: Witness, end: Any, unit: float) -> float:
+    """The rounding a replay of the network at ``unit`` carries to its end (estimated with
+    float64 sensitivities; the plain per-layer estimate where those overflow)."""
+    plain = rounding_estimate(len(w.steps), end, unit)
+    with np.errstate(all="ignore"):
+        propagated = propagated_rounding(w.blocks_at(), w.steps_at(), w.array_at("inputs"), unit)
+    return max(plain, propagated) if math.isfinite(propagated) else plain
+
+
 def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
     """Replay a witness in float64 (``dps=None``) or at ``dps`` digits; return the verdict.
 
     ``error`` is max |image - target|; ``integration_error_estimate`` is the integrator's
-    estimate (continuous depth) or a rounding estimate of L * unit roundoff * max |x|
-    (finite depth).  ``passed`` means error + estimate <= tolerance.
+    estimate (continuous depth) or, in finite depth, the rounding the layers propagate at this
+    precision (:func:`verify.network.propagated_rounding`: long networks can amplify it by
+    1e20 and more), at least 4 (L + 1) unit roundoff max |x|.  ``passed`` means error +
+    estimate <= tolerance.
     """
     with precision(dps) if dps is not None else nullcontext():
         blocks = w.blocks_at(dps)
@@ -304,7 +315,7 @@ def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
             end, estimate, work = res.end, res.error_estimate, {"taylor_steps": res.taylor_steps}
         else:
             end = apply(blocks, steps, X, dps=dps).end
-            estimate, work = rounding_estimate(len(steps), end, unit), {}
+            estimate, work = _network_rounding(w, end, unit), {}
         error = float(np.max(np.abs(end - Y)))
     passed = error + estimate <= w.tolerance
     N, n, d = w.inputs.shape
