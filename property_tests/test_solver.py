@@ -204,11 +204,11 @@ def test_chord_stops_cleanly_when_its_jacobian_overflows(bad):
     X, blocks = rng.normal(size=(1, 2, 2)), gaussian_blocks(5, 2)
     pattern, h = [0, 1] * 2, rng.uniform(-0.6, 0.6, 4)
     Y = flow(blocks, list(zip(pattern, h, strict=True)), X).end
-    start = h + 1e-6
-    steps, err, jacobians = refine_in_precision(blocks, pattern, start, X, Y, 1e-22, 30, depth="continuous",
+    h0 = h + 1e-6
+    steps, err, jacobians = refine_in_precision(blocks, pattern, h0, X, Y, 1e-22, 30, depth="continuous",
                                                 jacobian=lambda z: np.full((X.size, len(z)), bad))
-    assert jacobians == 1 and [float(t) for _, t in steps] == list(start)
-    assert err == pytest.approx(float(np.abs(flow(blocks, list(zip(pattern, start, strict=True)), X).end - Y).max()), rel=1e-6)
+    assert jacobians == 1 and [float(t) for _, t in steps] == list(h0)
+    assert err == pytest.approx(float(np.abs(flow(blocks, list(zip(pattern, h0, strict=True)), X).end - Y).max()), rel=1e-6)
 
 
 def test_unstable_network_is_written_with_its_precision(tmp_path):
