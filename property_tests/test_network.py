@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -36,6 +38,23 @@ def test_propagated_rounding_covers_the_float64_error(p):
     theirs = independent.network([(b.Q, b.K, b.V) for b in blocks], layers, X, blocks[0].beta, blocks[0].causal)
     assert np.abs(ours - exact).max() <= estimate
     assert np.abs(theirs - exact).max() <= estimate
+
+
+
+def test_propagated_rounding_is_inf_when_the_amplification_overflows():
+    """A network whose layer Jacobians multiply past float64 (200 layers of step 3 grow
+    rounding beyond 1e308; 50 of them give about 2e91) is reported as inf, without a NumPy
+    warning, so the solver can refuse it instead of crashing on a NaN."""
+    import warnings
+
+    from verify.blocks import gaussian_blocks
+
+    blocks, X = gaussian_blocks(0, 2), np.random.default_rng(1).normal(size=(2, 3, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        short = propagated_rounding(blocks, [(j % 2, 3.0) for j in range(50)], X)
+        long = propagated_rounding(blocks, [(j % 2, 3.0) for j in range(200)], X)
+    assert 1e80 < short < math.inf and long == math.inf
 
 
 @settings(max_examples=10)

@@ -24,6 +24,7 @@ layer step.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -73,7 +74,8 @@ def propagated_rounding(blocks: Sequence[Block], layers: Sequence[tuple[int, flo
     a 40-digit replay (ours and the independent implementation's); the worst-case sum of
     ||G_l||_inf was 1000 times too large.  Its use: a network whose replay by other code could
     miss the tolerance (one found at m = 8 had steps up to 57 and ||G_0|| = 7e5; its own replay
-    was 1.8e-11, the independent one 1.2e-10) is not returned.
+    was 1.8e-11, the independent one 1.2e-10) is not returned.  It is inf when the
+    amplification overflows float64 (a network found at m = 32 did).
 
     >>> import numpy as np
     >>> from verify.blocks import gaussian_blocks
@@ -90,10 +92,12 @@ def propagated_rounding(blocks: Sequence[Block], layers: Sequence[tuple[int, flo
     c = max(float(np.max(s)) for s in scales) or 1.0  # squares of scales near 1e-300 would underflow
     scales = [s / c for s in scales]
     G, total = np.broadcast_to(np.eye(nd), (N, nd, nd)), scales[-1] ** 2
-    for A, s in zip(reversed(jacobians), reversed(scales[:-1]), strict=True):
-        G = G @ A[0]
-        total = total + np.einsum("qij,qj->qi", G**2, s**2)
-    return unit * c * float(np.sqrt(total).max())
+    with np.errstate(over="ignore", invalid="ignore"):  # an amplification beyond float64 is reported as inf
+        for A, s in zip(reversed(jacobians), reversed(scales[:-1]), strict=True):
+            G = G @ A[0]
+            total = total + np.einsum("qij,qj->qi", G**2, s**2)
+        estimate = unit * c * float(np.sqrt(total).max())
+    return estimate if math.isfinite(estimate) else math.inf
 
 
 def apply(

@@ -302,7 +302,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         # good), at enough digits and far below what the chaining amplifies, then the whole network.
         gain = amplification(rounding)
         dps = high_digits(gain, tol)
-        if dps > MAX_DPS:
+        if dps is None:
             return None
         xm, _, jac = refine_segments_in_precision(shoot, x, 1e-3 * tol / gain, dps, deadline)
         extra_jacobians[0] += jac
@@ -350,7 +350,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             if float(np.abs(exact_residual).max()) + 2 * drift <= tol:  # another float64 replay twice as far still passes
                 return control, err, None
             dps = high_digits(amplification(drift), tol)
-            if dps > MAX_DPS:
+            if dps is None:
                 return None
         # The float64 replay is too unstable for the tolerance, or the chord stalled above it
         # (at the float64 flow's own rounding, as the chaining amplifies it): chord steps on the
@@ -403,15 +403,19 @@ def amplification(rounding: float) -> float:
     return max(rounding / 2.0**-52, 1.0)
 
 
-def high_digits(gain: float, tol: float) -> int:
+def high_digits(gain: float, tol: float) -> int | None:
     """Digits at which a replay that amplifies its rounding ``gain``-fold stays 1e-3 * tol
     from the exact image, with 4 digits to spare for the residuals driven below that (at
-    least HIGH_DPS).
+    least HIGH_DPS); None when that is more than MAX_DPS digits or the gain overflowed (the
+    replay is not refined, and its control not returned).
 
-    >>> high_digits(1e6, 1e-10), high_digits(2e22, 1e-10)
-    (30, 40)
+    >>> high_digits(1e6, 1e-10), high_digits(2e22, 1e-10), high_digits(1e97, 1e-10), high_digits(math.inf, 1e-10)
+    (30, 40, None, None)
     """
-    return max(HIGH_DPS, math.ceil(math.log10(gain / (1e-3 * tol))) + 4)
+    if not math.isfinite(gain):
+        return None
+    dps = max(HIGH_DPS, math.ceil(math.log10(gain / (1e-3 * tol))) + 4)
+    return dps if dps <= MAX_DPS else None
 
 
 def high_precision_end(blocks, steps, X, depth: str, dps: int = HIGH_DPS) -> np.ndarray:
