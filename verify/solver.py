@@ -124,8 +124,13 @@ class Settings:
 # Finite starts alternate straight-path and image starts (``states="mixed"``, :func:`start`):
 # at m = 8 (30 s) 9 and 8 of 10 on seeds 11 and 12 against 8 and 7 with path starts only, m = 18
 # 10 of 10 both ways on both seeds, m = 32 (60 s, seed 4) 7 of 10 against 6.
+# Finite segments of 6 layers instead of 12 (twice as many segments; the block-tridiagonal
+# step keeps the cost linear in their number): m = 8 (30 s) 9, 10 and 8 of 10 on seeds 11, 12
+# and 2 against 9, 8 and 8, and at 60 s 10, 10 and 9 on seeds 7, 8 and 9 against 10, 9 and 8;
+# m = 18 (30 s) 10 of 10 on seeds 11 and 12; m = 32 (60 s) 9 of 10 on seed 4 against 7, 8 on
+# seed 7 against 7.  Segments of 4 solved the same 27 of 30 at m = 8 as segments of 6.
 DEPTH_DEFAULTS = {
-    "finite": {"steps_per_dim": 6, "segment_steps": 12, "max_iter": 1000, "population": 8, "states": "mixed"},
+    "finite": {"steps_per_dim": 6, "segment_steps": 6, "max_iter": 1000, "population": 8, "states": "mixed"},
     "continuous": {"steps_per_dim": 10, "segment_steps": 12, "max_iter": 300, "population": 16, "states": "path"},
 }
 
