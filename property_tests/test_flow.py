@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import mpmath
 import numpy as np
@@ -187,6 +188,18 @@ def test_step_budget_is_reported():
     with pytest.raises(IntegrationError, match="would need more than 50 Taylor steps"):
         flow(blocks, [(0, 5.0)], X, max_steps=50)
 
+
+
+def test_deadline_is_reported():
+    """A flow still running at its deadline stops with an IntegrationError (the solver's
+    30-digit flows of long controls took a minute each and overran its time budget 3-fold);
+    without one, or with a later one, the same flow finishes."""
+    blocks = gaussian_blocks(0, 2)
+    X = np.random.default_rng(0).normal(size=(1, 3, 2))
+    with pytest.raises(IntegrationError, match="stopped at its deadline"):
+        flow(blocks, [(0, 1.0), (1, -1.0)], X, dps=30, deadline=time.perf_counter())
+    late = flow(blocks, [(0, 1.0), (1, -1.0)], X, dps=30, deadline=time.perf_counter() + 600)
+    assert np.abs(to_numpy(late.end) - flow(blocks, [(0, 1.0), (1, -1.0)], X).end).max() < 1e-12
 
 @pytest.mark.parametrize("control, message", [
     ([(2, 1.0)], "unknown block index 2"),

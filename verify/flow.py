@@ -13,9 +13,11 @@ A control is a list of steps (b_k, tau_k), b_k in {0, 1}, tau_k a signed duratio
 with safety s = exp(-0.7/(p-1)); every step lands exactly on the end of each control step.
 The error **estimate** (not a bound) adds, over all steps, the size of the last series term
 kept, |X_p| |h|^p, and one unit of rounding of the state.  The flow is refused
-(:class:`IntegrationError`) when the state overflows (max |x| > 1e150) or when, at the current
+(:class:`IntegrationError`) when the state overflows (max |x| > 1e150), when, at the current
 step size, the remaining duration would take the step count past ``max_steps`` (large logits
-shrink the series' radius of convergence like 1/|x|^2).
+shrink the series' radius of convergence like 1/|x|^2), or when a step ends after
+``deadline`` (a ``time.perf_counter()`` value: a caller with a time budget, such as the
+solver, whose 30-digit flows of long controls can take a minute each).
 
 **Sensitivities.** The same recurrences carry the n d unit directions of one sequence (the
 Jacobian is block diagonal over sequences, so one batch serves all N), giving the exact
@@ -42,6 +44,7 @@ True
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -98,18 +101,18 @@ def flow(
     dps: int | None = None,
     sensitivities: bool = False,
     max_steps: int = MAX_TAYLOR_STEPS,
+    deadline: float = math.inf,
 ) -> FlowResult:
     """Integrate the control from X (N, n, d); see the module docstring."""
     control = validate.steps(control)
     if dps is not None:
         with precision(dps):
             xp = namespace("mpmath")
-            return _flow(blocks, control, xp.asarray(X), tol or 10.0 ** (3 - dps), 10.0**-dps, sensitivities, max_steps)
-    xp = namespace_of(X)
-    return _flow(blocks, control, X, tol or DEFAULT_TOL, 2.0**-52, sensitivities, max_steps)
+            return _flow(blocks, control, xp.asarray(X), tol or 10.0 ** (3 - dps), 10.0**-dps, sensitivities, max_steps, deadline)
+    return _flow(blocks, control, X, tol or DEFAULT_TOL, 2.0**-52, sensitivities, max_steps, deadline)
 
 
-def _flow(blocks, control, X, tol, unit, sensitivities, max_steps) -> FlowResult:
+def _flow(blocks, control, X, tol, unit, sensitivities, max_steps, deadline) -> FlowResult:
     xp = namespace_of(X)
     N, n, d = X.shape
     p = taylor_order(tol)
@@ -143,6 +146,9 @@ def _flow(blocks, control, X, tol, unit, sensitivities, max_steps) -> FlowResult
                     f"the flow would need more than {max_steps} Taylor steps (step {float(h):.2g} at max |x| = "
                     f"{scale:.3g}, in step block {b}, duration {float(tau):g}); the durations or the data are too large"
                 )
+            if time.perf_counter() > deadline:
+                raise IntegrationError(f"the flow was stopped at its deadline after {count} Taylor steps "
+                                       f"(in step block {b}, duration {float(tau):g}); allow more time")
         if sensitivities:
             step_jacobians.append(columns_to_jacobians(xp, T))
             end_fields.append(field(blocks[b], X))

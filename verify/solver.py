@@ -349,7 +349,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         extra_jacobians[0] += jac
         control, exact_residual, dps = list(zip(pattern, map(float, h), strict=True)), None, HIGH_DPS
         if err <= tol:
-            exact = high_precision_end(blocks, control, X, "continuous")
+            exact = high_precision_end(blocks, control, X, "continuous", deadline=deadline)
             exact_residual = (exact - Y).ravel().astype(float)
             drift = float(np.abs((exact - image(blocks, control, X, "continuous")).astype(float)).max())
             if float(np.abs(exact_residual).max()) + 2 * drift <= tol:  # another float64 replay twice as far still passes
@@ -423,10 +423,14 @@ def high_digits(gain: float, tol: float) -> int | None:
     return dps if dps <= MAX_DPS else None
 
 
-def high_precision_end(blocks, steps, X, depth: str, dps: int = HIGH_DPS) -> np.ndarray:
-    """The image of X at ``dps`` digits (an object array of mpmath numbers)."""
+def high_precision_end(blocks, steps, X, depth: str, dps: int = HIGH_DPS, deadline: float = math.inf) -> np.ndarray:
+    """The image of X at ``dps`` digits (an object array of mpmath numbers).  A flow past
+    ``deadline`` raises :class:`IntegrationError` (a 30-digit flow of a long control can take
+    a minute; a network at 30-40 digits takes seconds at most)."""
     with precision(dps):
-        return apply(blocks, steps, X, dps=dps).end if depth == "finite" else flow(blocks, steps, X, dps=dps).end
+        if depth == "finite":
+            return apply(blocks, steps, X, dps=dps).end
+        return flow(blocks, steps, X, dps=dps, deadline=deadline).end
 
 
 def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline: float = math.inf,
@@ -439,7 +443,7 @@ def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline
     residual at h at ``dps`` digits, which is then not computed again).  Returns the steps (as
     mpmath numbers), the last max |r| and the Jacobians used."""
     def residual(z):
-        return (high_precision_end(blocks, list(zip(pattern, z, strict=True)), X, depth, dps) - Y).ravel().astype(float)
+        return (high_precision_end(blocks, list(zip(pattern, z, strict=True)), X, depth, dps, deadline) - Y).ravel().astype(float)
 
     def exact_jacobian(z):
         steps = list(zip(pattern, z, strict=True))
