@@ -5,7 +5,8 @@ blocks drawn with them) for m = N n d in ``REACH_SIZES`` (default 8,18,32,64,128
 ``REACH_INSTANCES`` (default 10) per size, ``REACH_BUDGET`` seconds each (default 60), drawn with
 ``REACH_SEED`` (default 0).  For each (m, depth,
 method) one benchmark round runs every instance and stores in ``extra_info``: success rate,
-median time, median depth, worst replay error of the successes, and how many of the returned
+median and longest time, the unsolved instances' indices, median depth, worst replay error of
+the successes, and how many of the returned
 witnesses replay within their tolerance under the independent implementation
 (``property_tests/independent.py``: explicit loops; networks at the witness's precision, flows
 at 30 digits by Gragg-Bulirsch-Stoer extrapolation; its replay time is not part of the measured
@@ -60,6 +61,8 @@ def summary(m: int, depth: str, method: str, results: list[tuple]) -> dict:
         "m": m, "depth": depth, "method": method, "seed": SEED, "instances": INSTANCES, "budget_s": BUDGET,
         "success_rate": len(wins) / INSTANCES,
         "median_time_s": statistics.median(r[1] for r in results),
+        "max_time_s": max(r[1] for r in results),  # the budget's overrun, if any
+        "unsolved_instances": [i for i, r in enumerate(results) if not r[0]],
         "median_depth": statistics.median(r[2] for r in wins) if wins else None,
         "worst_replay_error": max(r[3] for r in wins) if wins else None,
         "independent_within_tolerance": sum(e <= tolerance for e in theirs),
