@@ -189,7 +189,6 @@ def test_step_budget_is_reported():
         flow(blocks, [(0, 5.0)], X, max_steps=50)
 
 
-
 def test_deadline_is_reported():
     """A flow still running at its deadline stops with an IntegrationError (the solver's
     30-digit flows of long controls took a minute each and overran its time budget 3-fold);
@@ -200,6 +199,7 @@ def test_deadline_is_reported():
         flow(blocks, [(0, 1.0), (1, -1.0)], X, dps=30, deadline=time.perf_counter())
     late = flow(blocks, [(0, 1.0), (1, -1.0)], X, dps=30, deadline=time.perf_counter() + 600)
     assert np.abs(to_numpy(late.end) - flow(blocks, [(0, 1.0), (1, -1.0)], X).end).max() < 1e-12
+
 
 @pytest.mark.parametrize("control, message", [
     ([(2, 1.0)], "unknown block index 2"),

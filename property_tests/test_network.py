@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 
 from verify.backend import to_mpmath, to_numpy
+from verify.blocks import gaussian_blocks
 from verify.flow import flow
 from verify.network import apply, control_to_network, propagated_rounding
 
@@ -40,15 +42,10 @@ def test_propagated_rounding_covers_the_float64_error(p):
     assert np.abs(theirs - exact).max() <= estimate
 
 
-
 def test_propagated_rounding_is_inf_when_the_amplification_overflows():
     """A network whose layer Jacobians multiply past float64 (200 layers of step 3 grow
     rounding beyond 1e308; 50 of them give about 2e91) is reported as inf, without a NumPy
     warning, so the solver can refuse it instead of crashing on a NaN."""
-    import warnings
-
-    from verify.blocks import gaussian_blocks
-
     blocks, X = gaussian_blocks(0, 2), np.random.default_rng(1).normal(size=(2, 3, 2))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
