@@ -85,14 +85,14 @@ def propagated_rounding(blocks: Sequence[Block], layers: Sequence[tuple[int, flo
     """
     layers = validate.steps(layers, "layers")
     H = np.array([[h for _, h in layers]], dtype=float)
-    states, fields, jacobians = _forward(blocks, [b for b, _ in layers], H, np.asarray(X, dtype=float)[None], True)
-    N, nd = states[0].shape[1], states[0].shape[2] * states[0].shape[3]
-    scales = [np.abs(states[0]).reshape(N, nd)] + [
-        np.abs(Z).reshape(N, nd) + np.abs(h * F).reshape(N, nd) for Z, h, F in zip(states[1:], H[0], fields, strict=True)]
-    c = max(float(np.max(s)) for s in scales) or 1.0  # squares of scales near 1e-300 would underflow
-    scales = [s / c for s in scales]
-    G, total = np.broadcast_to(np.eye(nd), (N, nd, nd)), scales[-1] ** 2
-    with np.errstate(over="ignore", invalid="ignore"):  # an amplification beyond float64 is reported as inf
+    with np.errstate(all="ignore"):  # a network or an amplification beyond float64 is reported as inf
+        states, fields, jacobians = _forward(blocks, [b for b, _ in layers], H, np.asarray(X, dtype=float)[None], True)
+        N, nd = states[0].shape[1], states[0].shape[2] * states[0].shape[3]
+        scales = [np.abs(states[0]).reshape(N, nd)] + [
+            np.abs(Z).reshape(N, nd) + np.abs(h * F).reshape(N, nd) for Z, h, F in zip(states[1:], H[0], fields, strict=True)]
+        c = max(float(np.max(s)) for s in scales) or 1.0  # squares of scales near 1e-300 would underflow
+        scales = [s / c for s in scales]
+        G, total = np.broadcast_to(np.eye(nd), (N, nd, nd)), scales[-1] ** 2
         for A, s in zip(reversed(jacobians), reversed(scales[:-1]), strict=True):
             G = G @ A[0]
             total = total + np.einsum("qij,qj->qi", G**2, s**2)

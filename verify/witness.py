@@ -290,8 +290,7 @@ def _network_rounding(w: Witness, end: Any, unit: float) -> float:
     """The rounding a replay of the network at ``unit`` carries to its end (estimated with
     float64 sensitivities; the plain per-layer estimate where those overflow)."""
     plain = rounding_estimate(len(w.steps), end, unit)
-    with np.errstate(all="ignore"):
-        propagated = propagated_rounding(w.blocks_at(), w.steps_at(), w.array_at("inputs"), unit)
+    propagated = propagated_rounding(w.blocks_at(), w.steps_at(), w.array_at("inputs"), unit)  # inf on overflow
     return max(plain, propagated) if math.isfinite(propagated) else plain
 
 
