@@ -176,16 +176,22 @@ def test_segment_refinement_in_high_precision_chains_into_an_exact_network():
     assert np.abs((theirs - Y).astype(float)).max() <= 1e-22
 
 
+def _four_step_control():
+    """A random control of 4 steps on one sequence of 2 tokens in R^2 and its exact image: the
+    generator (to perturb the durations with), X, the blocks, the pattern, the durations, Y."""
+    rng = np.random.default_rng(5)
+    X, blocks = rng.normal(size=(1, 2, 2)), gaussian_blocks(5, 2)
+    pattern, h = [0, 1] * 2, rng.uniform(-0.6, 0.6, 4)
+    return rng, X, blocks, pattern, h, flow(blocks, list(zip(pattern, h, strict=True)), X).end
+
+
 @pytest.mark.parametrize("rk4_substeps", [None, WHOLE_SUBSTEPS])
 def test_control_refinement_in_high_precision_reaches_below_float64(rk4_substeps):
     """The continuous counterpart: chord steps with 30-digit flow residuals and float64
     duration sensitivities (the flow's, or the RK4 scheme's that the solver passes) bring a
     perturbed control back to its image far below float64 rounding, and the independent
     extrapolated flow at 30 digits agrees."""
-    rng = np.random.default_rng(5)
-    X, blocks = rng.normal(size=(1, 2, 2)), gaussian_blocks(5, 2)
-    pattern, h = [0, 1] * 2, rng.uniform(-0.6, 0.6, 4)
-    Y = flow(blocks, list(zip(pattern, h, strict=True)), X).end
+    rng, X, blocks, pattern, h, Y = _four_step_control()
 
     def rk4_jacobian(z):
         return integrate_batch(blocks, pattern, z[None], X[None], substeps=rk4_substeps, sensitivities=True).d_steps[0]
@@ -201,10 +207,7 @@ def test_refinement_of_a_flow_keeps_to_the_deadline():
     """Its 30-digit residual is a flow that stops at the solver's deadline (IntegrationError,
     which the finish treats as a failed fit) instead of running past it: seed 7 m = 8 instance 6
     (segments of 6 steps) ran 212 s on a 60 s budget, in four such flows of about a minute."""
-    rng = np.random.default_rng(5)
-    X, blocks = rng.normal(size=(1, 2, 2)), gaussian_blocks(5, 2)
-    pattern, h = [0, 1] * 2, rng.uniform(-0.6, 0.6, 4)
-    Y = flow(blocks, list(zip(pattern, h, strict=True)), X).end
+    _, X, blocks, pattern, h, Y = _four_step_control()
     with pytest.raises(IntegrationError, match="deadline"):
         refine_in_precision(blocks, pattern, h + 1e-6, X, Y, 1e-22, 30, deadline=time.perf_counter(), depth="continuous")
 
@@ -214,10 +217,7 @@ def test_chord_stops_cleanly_when_its_jacobian_overflows(bad):
     """Regression (seed 11 m = 8, 20 m steps): the RK4 Jacobian of a long control overflowed,
     the chord's step came out NaN, and the replay of NaN durations raised an input error out of
     the solver.  The chord now stops at such a Jacobian and keeps what it had."""
-    rng = np.random.default_rng(5)
-    X, blocks = rng.normal(size=(1, 2, 2)), gaussian_blocks(5, 2)
-    pattern, h = [0, 1] * 2, rng.uniform(-0.6, 0.6, 4)
-    Y = flow(blocks, list(zip(pattern, h, strict=True)), X).end
+    _, X, blocks, pattern, h, Y = _four_step_control()
     h0 = h + 1e-6
     steps, err, jacobians = refine_in_precision(blocks, pattern, h0, X, Y, 1e-22, 30, depth="continuous",
                                                 jacobian=lambda z: np.full((X.size, len(z)), bad))
