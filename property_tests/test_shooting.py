@@ -154,7 +154,7 @@ def test_population_is_deterministic_and_finds_a_zero_residual_member(accelerati
     shoot = Shooting(blocks, X, Y, 2, 20)
 
     def run():
-        return population_lm(shoot, size=4, start=lambda i: shoot.fresh(np.random.default_rng([7, i]), 0.5),
+        return population_lm([shoot], size=4, start=lambda _, i: shoot.fresh(np.random.default_rng([7, i]), 0.5),
                              tol=1e-11, max_iter=300, max_starts=16, acceleration=acceleration)
 
     a, b = run(), run()
@@ -166,9 +166,28 @@ def test_population_is_deterministic_and_finds_a_zero_residual_member(accelerati
 def test_population_gives_up_after_its_starts():
     X, Y, blocks = instance(8, 0, seed=5)
     shoot = Shooting(blocks, X, Y, 2, 2)  # four layers cannot reach eight coordinates
-    rec = population_lm(shoot, size=3, start=lambda i: shoot.fresh(np.random.default_rng(i), 0.5),
+    rec = population_lm([shoot], size=3, start=lambda _, i: shoot.fresh(np.random.default_rng(i), 0.5),
                         tol=1e-11, max_iter=20, max_starts=5)
     assert rec.found is None and rec.starts == 5 and rec.best > 1e-3
+
+
+def test_populations_of_several_shootings_take_turns():
+    """Two problems fitted in turn: one that four layers cannot solve and one they can; the
+    member found is the second one's, ``finish`` is told so, and the record counts the starts
+    of both."""
+    X8, Y8, blocks8 = instance(8, 0, seed=5)
+    X4, Y4, blocks4 = instance(4, 1, seed=5)
+    shootings = [Shooting(blocks8, X8, Y8, 2, 2), Shooting(blocks4, X4, Y4, 2, 20)]
+    told = []
+
+    def finish(k, x):
+        told.append(k)
+        return x
+
+    rec = population_lm(shootings, size=4, start=lambda k, i: shootings[k].fresh(np.random.default_rng([7, i]), 0.5),
+                        tol=1e-11, max_iter=300, max_starts=16, finish=finish)
+    assert told == [1] and np.abs(shootings[1].system(rec.found[None])[0]).max() <= 1e-11
+    assert rec.starts > 4 and rec.best <= 1e-11
 
 
 def test_damped_step_gives_nan_for_a_member_whose_system_overflows():

@@ -79,11 +79,34 @@ def test_orientation_and_order_obstructions():
 
 @pytest.mark.parametrize("field,value,message", [("depth", "deep", "unknown depth 'deep'"),
                                                    ("states", "random", "unknown start states 'random'"),
-                                                   ("method", "bfgs", "unknown method 'bfgs'")])
+                                                   ("method", "bfgs", "unknown method 'bfgs'"),
+                                                   ("directions", ("sideways",), "choose one or both"),
+                                                   ("directions", (), "choose one or both")])
 def test_unknown_settings_are_refused(field, value, message):
     X, Y, blocks = instance(4, 0)
     with pytest.raises(InputError, match=message):
         solve(blocks, X, Y, Settings(**{field: value}))
+
+
+def test_finite_depth_refuses_the_backward_direction():
+    X, Y, blocks = instance(4, 0)
+    with pytest.raises(InputError, match="reversing a residual network does not invert it"):
+        solve(blocks, X, Y, Settings(depth="finite", directions=("forward", "backward")))
+
+
+def test_backward_fit_returns_the_reversed_control():
+    """directions=("backward",): the fit takes the targets to the inputs, and the control
+    returned is its reverse (steps in reverse order, durations negated: the inverse flow),
+    which takes the inputs to the targets; the keys of its starts say so.  Work budget, not
+    time (the first population of 16 starts finds it)."""
+    X, Y, blocks = instance(4, 0, seed=0)
+    sol = solve(blocks, X, Y, Settings(depth="continuous", directions=("backward",), time_budget=math.inf, max_starts=16))
+    assert sol.success and "reversing a control of the inverse problem" in sol.message
+    assert sol.seeds == [[0, i, 1] for i in range(sol.moves)]
+    back = [(b, -t) for b, t in reversed(sol.steps)]
+    assert np.abs(flow(blocks, back, Y).end - X).max() <= 1e-9  # the control, reversed, is the fit of Y to X
+    theirs = independent.flow([(b.Q, b.K, b.V) for b in blocks], sol.steps, X)
+    assert np.abs(theirs - Y).max() <= 1e-9  # DOP853 at rtol 1e-13 adds its own error
 
 
 def test_mixed_starts_alternate_path_and_images():

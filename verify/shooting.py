@@ -270,27 +270,31 @@ class PopulationRecord:
 
 
 def population_lm(
-    shooting: Shooting,
+    shootings: Sequence[Shooting],
     *,
     size: int,
-    start: Callable[[int], np.ndarray],
+    start: Callable[[int, int], np.ndarray],
     tol: float,
     max_iter: int,
     max_starts: int,
     deadline: float = math.inf,
-    finish: Callable[[np.ndarray], Any] | None = None,
+    finish: Callable[[int, np.ndarray], Any] | None = None,
     patience: int = 0,
     acceleration: float = 0.0,
     report: Callable[[PopulationRecord], None] | None = None,
 ) -> PopulationRecord:
     """Levenberg-Marquardt (minimum-norm steps, :func:`shooting_step`: the step of
     :func:`verify.newton.damped_step` without assembling the Jacobian) on ``size``
-    members in lock step.  A member whose max |r| reaches ``tol`` is handed to ``finish`` (a
-    polish; None means it failed) and the first that finishes is returned; a member that has
-    used ``max_iter`` Jacobians, whose damping passes 1e12 or that finished without success is
-    replaced by ``start(index)`` while fewer than ``max_starts`` starts were drawn.  With
-    ``patience`` p > 0, a member whose max |r| has not halved over its last p Jacobians is
-    replaced too.
+    members in lock step, one such population for each shooting k (``start(k, index)`` draws
+    a member, ``finish(k, x)`` polishes one), the populations stepped in turn, one iteration
+    each: several shootings pose one problem in several ways (the solver's second one in
+    continuous depth is the inverse problem, targets to inputs).  A member whose max |r|
+    reaches ``tol`` is handed to ``finish`` (None means it failed) and the first that finishes
+    is returned; a member that has used ``max_iter`` Jacobians, whose damping passes 1e12 or
+    that finished without success is replaced by a fresh start while fewer than
+    ``max_starts`` starts of its shooting were drawn.  With ``patience`` p > 0, a member whose
+    max |r| has not halved over its last p Jacobians is replaced too.  The record counts the
+    starts and Jacobians of all populations; ``found`` is what ``finish`` returned.
 
     With ``acceleration`` alpha > 0 each step v is corrected by geodesic acceleration
     (Transtrum and Sethna, arXiv:1201.5885): a = the same damped solve applied to the residuals'
@@ -298,7 +302,28 @@ def population_lm(
     x + v + a / 2, and a trial with 2 |a| > alpha |v| is rejected like one that does not lower
     the cost.  The correction follows the curved valleys that long networks make, where plain
     steps shrink to the straight chord; alpha = 0 is plain Levenberg-Marquardt."""
-    rec = PopulationRecord()
+    records = [PopulationRecord() for _ in shootings]
+    runs = [_population(sh, records[k], size, lambda i, k=k: start(k, i), tol, max_iter, max_starts, deadline,
+                        None if finish is None else lambda x, k=k: finish(k, x), patience, acceleration)
+            for k, sh in enumerate(shootings)]
+    total = PopulationRecord()
+    while runs:
+        for run in list(runs):
+            if next(run, None) is None:
+                runs.remove(run)
+            total = PopulationRecord(sum(r.starts for r in records), sum(r.jacobians for r in records),
+                                     min(r.best for r in records), next((r.found for r in records if r.found is not None), None))
+            if total.found is not None:
+                return total
+            if report:
+                report(total)
+    return total
+
+
+def _population(shooting, rec, size, start, tol, max_iter, max_starts, deadline, finish, patience, acceleration):
+    """One population of :func:`population_lm`, recorded in ``rec``: a generator that yields
+    True after each iteration and ends when a member finished (``rec.found``), when no member
+    is left or at the deadline."""
 
     def draw(count: int) -> np.ndarray:
         out = np.array([start(rec.starts + i) for i in range(count)])
@@ -320,7 +345,7 @@ def population_lm(
             out = finish(x[j]) if finish else x[j]
             if out is not None:
                 rec.found = out
-                return rec
+                return
             failed.append(j)
         finite_jacobian = np.isfinite(H).all(axis=(1, 2, 3)) & np.isfinite(D).all(axis=(1, 2, 3, 4))
         stalled = (iters >= max_iter) | (lam > 1e12) | ~np.isfinite(rmax) | ~finite_jacobian
@@ -364,6 +389,4 @@ def population_lm(
             rec.jacobians += acc.size
             lam[acc] = np.maximum(lam[acc] / 3, 1e-12)
             iters[acc] += 1
-        if report:
-            report(rec)
-    return rec
+        yield True

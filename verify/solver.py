@@ -32,10 +32,17 @@ invariant forbids:
   that one is within tolerance (long controls amplify rounding as long networks do), or if the
   float64 chord stalled above tolerance, it is refined at ``HIGH_DPS`` digits (more if the
   drift asks for them) with the same chord and returned with ``dps`` set.
+  In continuous depth the default also fits the inverse problem, Y to X (``directions``;
+  its starts keyed ``default_rng([seed, index, 1])``), one iteration of each population in
+  turn: a flow is inverted exactly by its control reversed, with durations negated, so a
+  control found for Y to X, reversed, takes X to Y (up to its residual, which the chord steps
+  on the whole control then remove).  The two problems differ: where targets spread apart
+  tokens that the inputs hold close, the fit that contracts them is often the easier one.
+  Reversing a residual network does not invert it, so finite depth fits X to Y only.
   Every population step is corrected by geodesic acceleration (``acceleration``, see
   :func:`verify.shooting.population_lm`).  ``steps_per_dim=10, segments=1, population=1,
-  max_starts=1, max_iter=300, acceleration=0, states="path"`` is the plain single-start
-  Levenberg-Marquardt fit of DESIGN §6, the benchmark's baseline.
+  max_starts=1, max_iter=300, acceleration=0, states="path", directions=("forward",)`` is the
+  plain single-start Levenberg-Marquardt fit of DESIGN §6, the benchmark's baseline.
 * ``steer``: bracket steering along the path to the targets (:mod:`verify.steering`): each move
   aims a fraction of the way, Newton on the bracket coefficients realises it by commutators of
   flows; the fraction grows after a success and halves after a failure.  Measured reach is
@@ -99,6 +106,8 @@ class Settings:
     max_iter: int | None = None  # lm: Jacobians per start (None: DEPTH_DEFAULTS)
     patience: int = 0  # lm: replace a start whose residual has not halved in this many Jacobians (0: never)
     acceleration: float = 0.75  # lm: geodesic acceleration, largest accepted 2|a|/|v| (0: plain LM steps)
+    directions: tuple[str, ...] | None = None  # lm: problems fitted in turn: "forward" (X to Y) and, continuous depth
+    # only, "backward" (Y to X, the control then reversed); None: DEPTH_DEFAULTS
     max_starts: int = 1_000_000  # lm: random starts (the time budget usually ends them first)
     first_fraction: float = 0.05  # first move: this fraction of the way to the targets
     min_fraction: float = 1e-4
@@ -130,8 +139,10 @@ class Settings:
 # m = 18 (30 s) 10 of 10 on seeds 11 and 12; m = 32 (60 s) 9 of 10 on seed 4 against 7, 8 on
 # seed 7 against 7.  Segments of 4 solved the same 27 of 30 at m = 8 as segments of 6.
 DEPTH_DEFAULTS = {
-    "finite": {"steps_per_dim": 6, "segment_steps": 6, "max_iter": 1000, "population": 8, "states": "mixed"},
-    "continuous": {"steps_per_dim": 10, "segment_steps": 12, "max_iter": 300, "population": 16, "states": "path"},
+    "finite": {"steps_per_dim": 6, "segment_steps": 6, "max_iter": 1000, "population": 8, "states": "mixed",
+               "directions": ("forward",)},
+    "continuous": {"steps_per_dim": 10, "segment_steps": 12, "max_iter": 300, "population": 16, "states": "path",
+                   "directions": ("forward", "backward")},
 }
 
 # Continuous depth: Jacobians per refit of the RK4 surrogate on halved steps.  30 lost a seed 11
@@ -238,15 +249,16 @@ def solve(
     return _lm_solve(blocks, X, Y, settings, progress)
 
 
-def start(shoot: Shooting, settings: Settings, index: int) -> np.ndarray:
+def start(shoot: Shooting, settings: Settings, index: int, backward: bool = False) -> np.ndarray:
     """Start ``index`` of the population fit (:meth:`Shooting.fresh` with ``default_rng([seed,
-    index])``): ``settings.states`` and ``settings.scale``, except that with ``states="mixed"``
+    index])``, or ``default_rng([seed, index, 1])`` for the inverse problem when ``backward``):
+    ``settings.states`` and ``settings.scale``, except that with ``states="mixed"``
     the odd starts are ``"images"`` with step sizes in [-image_scale, image_scale].  Straight-path
     states can lead every start of a fit into the same region (seen at m = 8: all of them
     stalled at one residual, their states shrunk to near the origin, where attention is nearly
     uniform and the differences of tokens barely move); the images of large random steps
     start elsewhere."""
-    rng = np.random.default_rng([settings.seed, index])
+    rng = np.random.default_rng([settings.seed, index, 1] if backward else [settings.seed, index])
     if settings.states == "mixed":
         return shoot.fresh(rng, settings.image_scale, "images") if index % 2 else shoot.fresh(rng, settings.scale, "path")
     return shoot.fresh(rng, settings.scale, settings.states)
@@ -260,11 +272,17 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     S = settings.segments if settings.segments is not None else math.ceil(total / settings.segment_steps)
     S = max(1, min(S, total))
     shoot = Shooting(blocks, X, Y, S, total // S, 1 if finite else settings.substeps, "euler" if finite else "rk4")
+    if not settings.directions or not set(settings.directions) <= {"forward", "backward"}:
+        raise InputError(f"directions {settings.directions!r}: choose one or both of 'forward' and 'backward'")
+    if "backward" in settings.directions and finite:
+        raise InputError("direction 'backward' needs continuous depth: reversing a residual network does not invert it")
+    backward = [d == "backward" for d in settings.directions]
+    shootings = [replace(shoot, X=Y, Y=X) if b else shoot for b in backward]
     tol = settings.tolerance
     extra_jacobians = [0]
 
-    def chained(x) -> tuple[list[int], np.ndarray]:
-        steps = [step for seg in shoot.controls(x) for step in seg]
+    def chained(x, sh: Shooting = shoot) -> tuple[list[int], np.ndarray]:
+        steps = [step for seg in sh.controls(x) for step in seg]
         return [b for b, _ in steps], np.array([t for _, t in steps])
 
     def polish_network(pattern, h, max_iter):
@@ -317,15 +335,16 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             return None
         return net, err, dps
 
-    def finish_continuous(x):
+    def finish_continuous(sh: Shooting, x):
         """RK4 surrogate solved to 1e-3: Gauss-Newton on RK4 steps of half, a quarter and an
         eighth the size to 1e-8; chord steps on the exact flows of the segments (exact Taylor
-        residuals, RK4 Jacobians); chaining (flows compose exactly); chord steps on the whole
+        residuals, RK4 Jacobians); chaining (flows compose exactly; a control of the inverse
+        problem is reversed, durations negated: the inverse flow); chord steps on the whole
         control when the chaining amplified the residual past tolerance / 10, in float64 and,
         if that stalls above the tolerance or the replay is too unstable, at HIGH_DPS digits or more."""
-        fine = shoot
+        fine = sh
         for _ in range(3):  # RK4 steps halved three times: its error falls about tenfold each time
-            fine = Shooting(blocks, X, Y, S, shoot.steps, 2 * fine.substeps, "rk4")
+            fine = replace(sh, substeps=2 * fine.substeps)
             with np.errstate(all="ignore"):
                 x, info = levenberg_marquardt(lambda z, f=fine: _single(f.system(z[None], True)), x, tol=1e-8,
                                               max_iter=REFINE_JACOBIANS, deadline=deadline, gauss_newton_first=True,
@@ -333,12 +352,14 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             extra_jacobians[0] += info["jacobians"]
             if not info["converged"]:
                 return None
-        x, err, jac = _chord(lambda z: shoot.system(z[None], exact_flow=True)[0][0],
+        x, err, jac = _chord(lambda z: sh.system(z[None], exact_flow=True)[0][0],
                              lambda z: fine.system(z[None], True)[1][0], x, 0.01 * tol, deadline)
         extra_jacobians[0] += jac
         if err > 0.1 * tol:
             return None
-        pattern, h = chained(x)
+        pattern, h = chained(x, sh)
+        if sh.X is Y:  # Y to X: reversed, X to Y
+            pattern, h = pattern[::-1], -h[::-1]
         steps = merge(list(zip(pattern, map(float, h), strict=True)), 0.0)
         pattern, h = [b for b, _ in steps], np.array([t for _, t in steps])
 
@@ -365,11 +386,15 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         extra_jacobians[0] += jac
         return (control, err, dps) if err <= tol else None
 
-    def finish(x):
+    reversed_control = [False]
+
+    def finish(k, x):
         try:
-            return finish_finite(x) if finite else finish_continuous(x)
+            out = finish_finite(x) if finite else finish_continuous(shootings[k], x)
         except IntegrationError:
             return None
+        reversed_control[0] = backward[k]
+        return out
 
     last = [t0]
 
@@ -378,7 +403,13 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             last[0] = time.perf_counter()
             progress(f"{rec.starts} starts, {rec.jacobians} Jacobians: best max |residual| = {rec.best:.2e}")
 
-    rec = population_lm(shoot, size=settings.population, start=lambda index: start(shoot, settings, index),
+    keys = []  # the generator keys of the starts drawn, in order
+
+    def draw(k, i):
+        keys.append([settings.seed, i, 1] if backward[k] else [settings.seed, i])
+        return start(shootings[k], settings, i, backward[k])
+
+    rec = population_lm(shootings, size=settings.population, start=draw,
                         tol=0.1 * tol if finite else 1e-3, max_iter=settings.max_iter, max_starts=settings.max_starts,
                         deadline=deadline, finish=finish, patience=settings.patience, acceleration=settings.acceleration,
                         report=report)
@@ -386,11 +417,12 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     ok = err <= tol
     why = (f"not found within {settings.time_budget:g} s ({rec.starts} start(s))" if time.perf_counter() >= deadline
            else f"not found: all {rec.starts} start(s) stalled")
-    msg = (f"reached the targets after {rec.starts} start(s)" if ok else
+    how = ", reversing a control of the inverse problem" if reversed_control[0] else ""
+    msg = (f"reached the targets after {rec.starts} start(s){how}" if ok else
            f"{why}; best max |residual| of the {S}-segment fit = {rec.best:.2e}")
     return Solution(ok, msg, steps, err, len(steps), float(sum(abs(float(t)) for _, t in steps)), rec.starts,
                     rec.jacobians + extra_jacobians[0], time.perf_counter() - t0, asdict(settings),
-                    [[settings.seed, i] for i in range(rec.starts)], dps)
+                    keys, dps)
 
 
 # Digits for networks and controls too unstable for float64, at least.  Most found networks
