@@ -29,9 +29,13 @@ invariant forbids:
   (exact Taylor residuals, RK4 Jacobians) and, after chaining, on the whole control (RK4
   Jacobians with ``WHOLE_SUBSTEPS`` steps per control step).  The control is then replayed at
   ``HIGH_DPS`` digits: unless its error there plus twice the drift of its float64 replay from
-  that one is within tolerance (long controls amplify rounding as long networks do), or if the
-  float64 chord stalled above tolerance, it is refined at ``HIGH_DPS`` digits (more if the
-  drift asks for them) with the same chord and returned with ``dps`` set.
+  that one is within tolerance (long controls amplify rounding as long networks do), it is
+  refined at ``HIGH_DPS`` digits (more if the drift asks for them) with the same chord and
+  returned with ``dps`` set.  Where the chaining amplified the segment residuals beyond what
+  float64 chord steps can remove (``gain``, chained residual over segment residual, times
+  float64 rounding above tolerance / 10), or the float64 chord stalled above tolerance, the
+  segments are refined first at :func:`high_digits` of that gain, as in finite depth, then
+  the chained control at the same digits.
   In continuous depth the default also fits the inverse problem, Y to X (``directions``;
   its starts keyed ``default_rng([seed, index, 1])``), one iteration of each population in
   turn: a flow is inverted exactly by its control reversed, with durations negated, so a
@@ -282,8 +286,9 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     extra_jacobians = [0]
 
     def chained(x, sh: Shooting = shoot) -> tuple[list[int], np.ndarray]:
-        steps = [step for seg in sh.controls(x) for step in seg]
-        return [b for b, _ in steps], np.array([t for _, t in steps])
+        """The pattern and step sizes or durations of the segments of member x, one after the
+        other (float64 or mpmath numbers, as x holds them)."""
+        return sh.pattern() * sh.segments, x[: sh.segments * sh.steps].copy()
 
     def polish_network(pattern, h, max_iter):
         """Gauss-Newton first, then damped steps, on the whole network with exact Jacobians
@@ -352,22 +357,31 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             extra_jacobians[0] += info["jacobians"]
             if not info["converged"]:
                 return None
-        x, err, jac = _chord(lambda z: sh.system(z[None], exact_flow=True)[0][0],
-                             lambda z: fine.system(z[None], True)[1][0], x, 0.01 * tol, deadline)
+        x, seg_err, jac = _chord(lambda z: sh.system(z[None], exact_flow=True)[0][0],
+                                 lambda z: fine.system(z[None], True)[1][0], x, 0.01 * tol, deadline)
         extra_jacobians[0] += jac
-        if err > 0.1 * tol:
+        if seg_err > 0.1 * tol:
             return None
-        pattern, h = chained(x, sh)
-        if sh.X is Y:  # Y to X: reversed, X to Y
-            pattern, h = pattern[::-1], -h[::-1]
-        steps = merge(list(zip(pattern, map(float, h), strict=True)), 0.0)
-        pattern, h = [b for b, _ in steps], np.array([t for _, t in steps])
+
+        def whole(x):
+            """The segments chained into one control, reversed for the inverse problem, merged."""
+            pattern, h = chained(x, sh)
+            if sh.X is Y:  # Y to X: reversed, X to Y
+                pattern, h = pattern[::-1], -h[::-1]
+            steps = merge(list(zip(pattern, h, strict=True)), 0.0)
+            return [b for b, _ in steps], np.array([t for _, t in steps])
 
         def jacobian(z):
             return integrate_batch(blocks, pattern, z[None], X[None], substeps=WHOLE_SUBSTEPS, sensitivities=True).d_steps[0]
 
-        h, err, jac = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol, deadline)
-        extra_jacobians[0] += jac
+        pattern, h = whole(x)
+        r0 = _residual(blocks, pattern, h, X, Y, "continuous")
+        gain = max(float(np.abs(r0).max()) / max(seg_err, 1e-300), 1.0)  # what the chaining amplified
+        err = math.inf
+        if 2.0**-52 * gain <= 0.1 * tol:  # else float64 chord steps cannot reach the tolerance
+            h, err, jac = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol,
+                                 deadline, r=r0)
+            extra_jacobians[0] += jac
         control, exact_residual, dps = list(zip(pattern, map(float, h), strict=True)), None, HIGH_DPS
         if err <= tol:
             exact = high_precision_end(blocks, control, X, "continuous", deadline=deadline)
@@ -378,9 +392,22 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             dps = high_digits(amplification(drift), tol)
             if dps is None:
                 return None
-        # The float64 replay is too unstable for the tolerance, or the chord stalled above it
-        # (at the float64 flow's own rounding, as the chaining amplifies it): chord steps on the
-        # flow at enough digits for the drift (HIGH_DPS at least), with the same RK4 Jacobians.
+        else:
+            # The chaining amplified the segment residuals too far for float64 chord steps, or
+            # they stalled above tolerance; steps on the whole control from far off overshoot
+            # (seen on seed 16 m = 8: from 1.7e-2 a chord step sent the tokens to |x| = 647, and
+            # its flow took 10 s in float64 and 100 s at 30 digits).  The segments first, as
+            # in finite depth: at enough digits, far below what the chaining amplifies, then the
+            # chained control at the same digits.
+            dps = high_digits(gain, tol)
+            if dps is None:
+                return None
+            x, _, jac = refine_segments_in_precision(replace(sh, substeps=WHOLE_SUBSTEPS), x, 1e-3 * tol / gain, dps, deadline)
+            extra_jacobians[0] += jac
+            with precision(dps):
+                pattern, h = whole(x)
+        # The float64 replay is too unstable for the tolerance, or the chord stalled above it:
+        # chord steps on the flow at enough digits (HIGH_DPS at least), with the same RK4 Jacobians.
         control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, dps, deadline, depth="continuous",
                                                 jacobian=jacobian, r=exact_residual if dps == HIGH_DPS else None)
         extra_jacobians[0] += jac
@@ -491,25 +518,28 @@ def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline
 
 
 def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps: int, deadline: float = math.inf,
-                                 max_iter: int = 8) -> tuple[np.ndarray, float, int]:
-    """:func:`_chord` on a finite shooting system (step sizes and intermediate states): each
-    segment's residual at ``dps`` digits, the step from the float64 shooting Jacobian.  A
-    chained network multiplies the segment residuals by the Jacobians of the segments after
-    them (1e8 and more in long networks), so a float64 fit within 1e-12 can chain into a
-    network 1e-4 off; with segment residuals at 1e-25 it cannot.  Returns the member (as
-    mpmath numbers), its last max |r| and the Jacobians used."""
+                                 max_iter: int = 8, jacobian=None) -> tuple[np.ndarray, float, int]:
+    """:func:`_chord` on a shooting system (step sizes or durations, and intermediate states):
+    each segment's residual at ``dps`` digits (its network, or for ``scheme="rk4"`` the exact
+    flow of its control), the step from a float64 Jacobian (the shooting system's, or
+    ``jacobian``).  A chained network or control multiplies the segment residuals by the
+    Jacobians of the segments after them (1e8 and more in long networks), so a float64 fit
+    within 1e-12 can chain into a network 1e-4 off; with segment residuals at 1e-25 it cannot.
+    Returns the member (as mpmath numbers), its last max |r| and the Jacobians used."""
     S, L, pattern = shoot.segments, shoot.steps, shoot.pattern()
+    depth = "continuous" if shoot.scheme == "rk4" else "finite"
 
     def residual(z):
         H, W = z[: S * L].reshape(S, L), z[S * L:].reshape((S - 1,) + shoot.X.shape)
         starts, ends = [shoot.X, *W], [*W, shoot.Y]
         return np.concatenate([(high_precision_end(shoot.blocks, list(zip(pattern, H[s], strict=True)), starts[s],
-                                                   "finite", dps) - ends[s]).ravel() for s in range(S)]).astype(float)
+                                                   depth, dps, deadline) - ends[s]).ravel() for s in range(S)]).astype(float)
 
-    def jacobian(z):
-        return shoot.system(z.astype(float)[None], True)[1][0]
+    def float_jacobian(z):
+        z = z.astype(float)
+        return jacobian(z) if jacobian else shoot.system(z[None], True)[1][0]
 
-    return _chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter)
+    return _chord_in_precision(residual, float_jacobian, x, tol, dps, deadline, max_iter)
 
 
 def _chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter, r=None):
