@@ -142,6 +142,9 @@ class Settings:
 # and 2 against 9, 8 and 8, and at 60 s 10, 10 and 9 on seeds 7, 8 and 9 against 10, 9 and 8;
 # m = 18 (30 s) 10 of 10 on seeds 11 and 12; m = 32 (60 s) 9 of 10 on seed 4 against 7, 8 on
 # seed 7 against 7.  Segments of 4 solved the same 27 of 30 at m = 8 as segments of 6.
+# Continuous depth also fits the inverse problem, each population getting every other
+# iteration: m = 8 (60 s) 4 of 10 on seed 7 against 3 forward only, 3 and 6 of 10 on seeds 18
+# and 19 against 3 and 5.
 DEPTH_DEFAULTS = {
     "finite": {"steps_per_dim": 6, "segment_steps": 6, "max_iter": 1000, "population": 8, "states": "mixed",
                "directions": ("forward",)},
