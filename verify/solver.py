@@ -349,7 +349,9 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         residuals, RK4 Jacobians); chaining (flows compose exactly; a control of the inverse
         problem is reversed, durations negated: the inverse flow); chord steps on the whole
         control when the chaining amplified the residual past tolerance / 10, in float64 and,
-        if that stalls above the tolerance or the replay is too unstable, at HIGH_DPS digits or more."""
+        if that stalls above the tolerance or the replay is too unstable, at HIGH_DPS digits or
+        more (after the segments at those digits, where float64 cannot remove what the
+        chaining amplified)."""
         fine = sh
         for _ in range(3):  # RK4 steps halved three times: its error falls about tenfold each time
             fine = replace(sh, substeps=2 * fine.substeps)
@@ -521,11 +523,10 @@ def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline
 
 
 def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps: int, deadline: float = math.inf,
-                                 max_iter: int = 8, jacobian=None) -> tuple[np.ndarray, float, int]:
+                                 max_iter: int = 8) -> tuple[np.ndarray, float, int]:
     """:func:`_chord` on a shooting system (step sizes or durations, and intermediate states):
     each segment's residual at ``dps`` digits (its network, or for ``scheme="rk4"`` the exact
-    flow of its control), the step from a float64 Jacobian (the shooting system's, or
-    ``jacobian``).  A chained network or control multiplies the segment residuals by the
+    flow of its control), the step from the float64 shooting Jacobian.  A chained network or control multiplies the segment residuals by the
     Jacobians of the segments after them (1e8 and more in long networks), so a float64 fit
     within 1e-12 can chain into a network 1e-4 off; with segment residuals at 1e-25 it cannot.
     Returns the member (as mpmath numbers), its last max |r| and the Jacobians used."""
@@ -538,11 +539,10 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
         return np.concatenate([(high_precision_end(shoot.blocks, list(zip(pattern, H[s], strict=True)), starts[s],
                                                    depth, dps, deadline) - ends[s]).ravel() for s in range(S)]).astype(float)
 
-    def float_jacobian(z):
-        z = z.astype(float)
-        return jacobian(z) if jacobian else shoot.system(z[None], True)[1][0]
+    def jacobian(z):
+        return shoot.system(z.astype(float)[None], True)[1][0]
 
-    return _chord_in_precision(residual, float_jacobian, x, tol, dps, deadline, max_iter)
+    return _chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter)
 
 
 def _chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter, r=None):
