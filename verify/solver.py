@@ -526,9 +526,10 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
                                  max_iter: int = 8) -> tuple[np.ndarray, float, int]:
     """:func:`_chord` on a shooting system (step sizes or durations, and intermediate states):
     each segment's residual at ``dps`` digits (its network, or for ``scheme="rk4"`` the exact
-    flow of its control), the step from the float64 shooting Jacobian.  A chained network or control multiplies the segment residuals by the
-    Jacobians of the segments after them (1e8 and more in long networks), so a float64 fit
-    within 1e-12 can chain into a network 1e-4 off; with segment residuals at 1e-25 it cannot.
+    flow of its control), the step from the float64 shooting Jacobian.  A chained network or
+    control multiplies the segment residuals by the Jacobians of the segments after them (1e8
+    and more in long networks), so a float64 fit within 1e-12 can chain into a network 1e-4
+    off; with segment residuals at 1e-25 it cannot.
     Returns the member (as mpmath numbers), its last max |r| and the Jacobians used."""
     S, L, pattern = shoot.segments, shoot.steps, shoot.pattern()
     depth = "continuous" if shoot.scheme == "rk4" else "finite"
