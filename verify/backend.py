@@ -111,17 +111,19 @@ def _hp_namespace(kind: str) -> types.SimpleNamespace:
         a = np.asarray(x, dtype=object)
         return elem(a) if a.size else a
 
-    def constant(value: float, shape: Any) -> np.ndarray:
-        """An array of one shared element (the elements are immutable numbers), without
-        converting each entry: zeros of a Taylor series cost nothing per element."""
-        return np.full(shape, elem(np.asarray(value, dtype=object))[()], dtype=object)
+    zero = elem(np.asarray(0.0, dtype=object))[()]
+
+    def zeros(shape: Any, dtype: Any = None) -> np.ndarray:
+        """One shared zero (the elements are immutable numbers), not a conversion per entry:
+        the zeros of a Taylor series cost nothing per element."""
+        return np.full(shape, zero, dtype=object)
 
     return types.SimpleNamespace(
         __name__="mpmath",
         high_precision=True,
         element=kind,
         asarray=asarray,
-        zeros=lambda shape, dtype=None: constant(0.0, shape),
+        zeros=zeros,
         eye=lambda n, dtype=None: asarray(np.eye(n)),
         exp=lambda x: vec_exp(x) if np.size(x) else x,
         abs=lambda x: vec_abs(x) if np.size(x) else x,

@@ -253,6 +253,10 @@ def solve(
         return _steer_solve(blocks, X, Y, settings, progress)
     if settings.method != "lm":
         raise InputError(f"unknown method {settings.method!r}; choose 'lm' or 'steer'")
+    if not settings.directions or not set(settings.directions) <= {"forward", "backward"}:
+        raise InputError(f"directions {settings.directions!r}: choose one or both of 'forward' and 'backward'")
+    if "backward" in settings.directions and settings.depth == "finite":
+        raise InputError("direction 'backward' needs continuous depth: reversing a residual network does not invert it")
     return _lm_solve(blocks, X, Y, settings, progress)
 
 
@@ -279,10 +283,6 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     S = settings.segments if settings.segments is not None else math.ceil(total / settings.segment_steps)
     S = max(1, min(S, total))
     shoot = Shooting(blocks, X, Y, S, total // S, 1 if finite else settings.substeps, "euler" if finite else "rk4")
-    if not settings.directions or not set(settings.directions) <= {"forward", "backward"}:
-        raise InputError(f"directions {settings.directions!r}: choose one or both of 'forward' and 'backward'")
-    if "backward" in settings.directions and finite:
-        raise InputError("direction 'backward' needs continuous depth: reversing a residual network does not invert it")
     backward = [d == "backward" for d in settings.directions]
     shootings = [replace(shoot, X=Y, Y=X) if b else shoot for b in backward]
     tol = settings.tolerance
@@ -343,7 +343,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             return None
         return net, err, dps
 
-    def finish_continuous(sh: Shooting, x):
+    def finish_continuous(sh: Shooting, x, reverse: bool):
         """RK4 surrogate solved to 1e-3: Gauss-Newton on RK4 steps of half, a quarter and an
         eighth the size to 1e-8; chord steps on the exact flows of the segments (exact Taylor
         residuals, RK4 Jacobians); chaining (flows compose exactly; a control of the inverse
@@ -371,7 +371,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         def whole(x):
             """The segments chained into one control, reversed for the inverse problem, merged."""
             pattern, h = chained(x, sh)
-            if sh.X is Y:  # Y to X: reversed, X to Y
+            if reverse:  # Y to X: reversed, X to Y
                 pattern, h = pattern[::-1], -h[::-1]
             steps = merge(list(zip(pattern, h, strict=True)), 0.0)
             return [b for b, _ in steps], np.array([t for _, t in steps])
@@ -422,7 +422,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
 
     def finish(k, x):
         try:
-            out = finish_finite(x) if finite else finish_continuous(shootings[k], x)
+            out = finish_finite(x) if finite else finish_continuous(shootings[k], x, backward[k])
         except IntegrationError:
             return None
         reversed_control[0] = backward[k]
