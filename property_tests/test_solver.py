@@ -82,7 +82,12 @@ def test_orientation_and_order_obstructions():
                                                    ("states", "random", "unknown start states 'random'"),
                                                    ("method", "bfgs", "unknown method 'bfgs'"),
                                                    ("directions", ("sideways",), "choose one or both"),
-                                                   ("directions", (), "choose one or both")])
+                                                   ("directions", (), "choose one or both"),
+                                                   ("phases", (), "give each a positive 'share'"),
+                                                   ("phases", ({"share": 0.0},), "give each a positive 'share'"),
+                                                   ("phases", ({"share": 1.0, "scale": -1.0},), "positive 'scale'"),
+                                                   ("phases", ({"share": 1.0, "substeps": 1.5},), "whole 'substeps'"),
+                                                   ("phases", ({"share": 1.0, "steps": 3},), "give each")])
 def test_unknown_settings_are_refused(field, value, message):
     X, Y, blocks = instance(4, 0)
     with pytest.raises(InputError, match=message):
@@ -108,6 +113,23 @@ def test_backward_fit_returns_the_reversed_control():
     assert np.abs(flow(blocks, back, Y).end - X).max() <= 1e-9  # the control, reversed, is the fit of Y to X
     theirs = independent.flow([(b.Q, b.K, b.V) for b in blocks], sol.steps, X)
     assert np.abs(theirs - Y).max() <= 1e-9  # DOP853 at rtol 1e-13 adds its own error
+
+
+def test_phases_search_one_after_the_other_with_their_own_keys_and_durations():
+    """The continuous default searches in two phases: its starts are keyed [seed, i] and
+    [seed, i, 1] in the first, [seed, i, 0 or 1, 1] in the second, where durations are drawn in
+    [-2, 2] and the surrogate takes two RK4 steps per control step.  A work budget of one start
+    per direction and phase, an instance that none of them solves: all four are drawn."""
+    X, Y, blocks = instance(8, 4, seed=11)
+    settings = resolve(Settings(depth="continuous", seed=3, time_budget=math.inf, max_starts=1, max_iter=5))
+    assert settings.phases[1] == {"share": 2 / 3, "scale": 2.0, "substeps": 2}
+    sol = solve(blocks, X, Y, settings)
+    assert not sol.success and sol.seeds == [[3, 0], [3, 0, 1], [3, 0, 0, 1], [3, 0, 1, 1]]
+    assert "the slowest sequence, inputs 1, has shape speed" in sol.message
+    shoot = Shooting(blocks, X, Y, segments=7, steps=11)
+    long_start = start(shoot, replace(settings, scale=2.0), 0, phase=1)
+    assert np.array_equal(long_start, shoot.fresh(np.random.default_rng([3, 0, 0, 1]), 2.0, "path"))
+    assert 1.0 < np.abs(long_start[:77]).max() <= 2.0
 
 
 def test_mixed_starts_alternate_path_and_images():

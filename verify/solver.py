@@ -43,6 +43,11 @@ invariant forbids:
   on the whole control then remove).  The two problems differ: where targets spread apart
   tokens that the inputs hold close, the fit that contracts them is often the easier one.
   Reversing a residual network does not invert it, so finite depth fits X to Y only.
+  The search runs in ``phases``, one after the other, each with its share of the time budget
+  (and of ``max_starts``) and its own ``scale`` and ``substeps``: in continuous depth a third with
+  short durations on the one-step surrogate, then long durations (``scale`` 2) on two RK4
+  steps per control step (``CONTINUOUS_PHASES``); the phases after the first key their starts
+  ``[seed, index, 0 or 1, phase]``.
   Every population step is corrected by geodesic acceleration (``acceleration``, see
   :func:`verify.shooting.population_lm`).  ``steps_per_dim=10, segments=1, population=1,
   max_starts=1, max_iter=300, acceleration=0, states="path", directions=("forward",)`` is the
@@ -88,6 +93,7 @@ from .network import apply, propagated_rounding
 from .newton import levenberg_marquardt
 from .rank import degree_scales
 from .rk4 import integrate_batch
+from .shape_speed import slowest
 from .shooting import START_STATES, PopulationRecord, Shooting, population_lm
 from .steering import Steps, merge, steer
 
@@ -112,7 +118,10 @@ class Settings:
     acceleration: float = 0.75  # lm: geodesic acceleration, largest accepted 2|a|/|v| (0: plain LM steps)
     directions: tuple[str, ...] | None = None  # lm: problems fitted in turn: "forward" (X to Y) and, continuous depth
     # only, "backward" (Y to X, the control then reversed); None: DEPTH_DEFAULTS
-    max_starts: int = 1_000_000  # lm: random starts (the time budget usually ends them first)
+    phases: tuple[dict[str, float], ...] | None = None  # lm: searches one after the other, each a dict with its
+    # "share" of the time budget (the last takes what is left) and of max_starts, and optionally its own "scale"
+    # and (continuous depth) "substeps"; None: DEPTH_DEFAULTS
+    max_starts: int = 1_000_000  # lm: random starts per direction (the time budget usually ends them first)
     first_fraction: float = 0.05  # first move: this fraction of the way to the targets
     min_fraction: float = 1e-4
     max_degree: int = 10
@@ -145,11 +154,20 @@ class Settings:
 # Continuous depth also fits the inverse problem, each population getting every other
 # iteration: m = 8 (60 s) 4 of 10 on seed 7 against 3 forward only, 3 and 6 of 10 on seeds 18
 # and 19 against 3 and 5.
+# Continuous depth searches twice: a third of the budget with short durations on the one-step RK4
+# surrogate, then long durations (scale 2) on two RK4 steps per control step.  The two solve
+# different instances (seed 11 and 12, m = 8: 4 + 4 of 20 and 5 + 3 of 20, only 6 of them the
+# same), and the short search's solves came within 19 s of 60, the long one's within 34 s.
+# Slow sequences (:mod:`verify.shape_speed`) need long controls to change shape; the one-step
+# surrogate is an artefact at such durations, two RK4 steps are near the flow.
+CONTINUOUS_PHASES = ({"share": 1 / 3}, {"share": 2 / 3, "scale": 2.0, "substeps": 2})
+PHASE_KEYS = {"share", "scale", "substeps"}
+
 DEPTH_DEFAULTS = {
     "finite": {"steps_per_dim": 6, "segment_steps": 6, "max_iter": 1000, "population": 8, "states": "mixed",
-               "directions": ("forward",)},
+               "directions": ("forward",), "phases": ({"share": 1.0},)},
     "continuous": {"steps_per_dim": 10, "segment_steps": 12, "max_iter": 300, "population": 16, "states": "path",
-                   "directions": ("forward", "backward")},
+                   "directions": ("forward", "backward"), "phases": CONTINUOUS_PHASES},
 }
 
 # Continuous depth: Jacobians per refit of the RK4 surrogate on halved steps.  30 lost a seed 11
@@ -255,21 +273,33 @@ def solve(
         raise InputError(f"unknown method {settings.method!r}; choose 'lm' or 'steer'")
     if not settings.directions or not set(settings.directions) <= {"forward", "backward"}:
         raise InputError(f"directions {settings.directions!r}: choose one or both of 'forward' and 'backward'")
+    if not settings.phases or any(set(p) - PHASE_KEYS or not p.get("share", 0) > 0 or not p.get("scale", 1) > 0
+                                     or p.get("substeps", 1) not in range(1, 1025) for p in settings.phases):
+        raise InputError(f"phases {settings.phases!r}: give each a positive 'share', optionally a positive 'scale' and "
+                         "whole 'substeps' from 1 to 1024")
     if "backward" in settings.directions and settings.depth == "finite":
         raise InputError("direction 'backward' needs continuous depth: reversing a residual network does not invert it")
     return _lm_solve(blocks, X, Y, settings, progress)
 
 
-def start(shoot: Shooting, settings: Settings, index: int, backward: bool = False) -> np.ndarray:
-    """Start ``index`` of the population fit (:meth:`Shooting.fresh` with ``default_rng([seed,
-    index])``, or ``default_rng([seed, index, 1])`` for the inverse problem when ``backward``):
+def start_key(seed: int, index: int, backward: bool = False, phase: int = 0) -> list[int]:
+    """The generator key of start ``index``: ``[seed, index]``, ``[seed, index, 1]`` for the
+    inverse problem, and ``[seed, index, 0 or 1, phase]`` in the phases after the first."""
+    if phase:
+        return [seed, index, int(backward), phase]
+    return [seed, index, 1] if backward else [seed, index]
+
+
+def start(shoot: Shooting, settings: Settings, index: int, backward: bool = False, phase: int = 0) -> np.ndarray:
+    """Start ``index`` of the population fit (:meth:`Shooting.fresh` with ``default_rng`` of
+    :func:`start_key`: ``[seed, index]``, or ``[seed, index, 1]`` for the inverse problem):
     ``settings.states`` and ``settings.scale``, except that with ``states="mixed"``
     the odd starts are ``"images"`` with step sizes in [-image_scale, image_scale].  Straight-path
     states can lead every start of a fit into the same region (seen at m = 8: all of them
     stalled at one residual, their states shrunk to near the origin, where attention is nearly
     uniform and the differences of tokens barely move); the images of large random steps
     start elsewhere."""
-    rng = np.random.default_rng([settings.seed, index, 1] if backward else [settings.seed, index])
+    rng = np.random.default_rng(start_key(settings.seed, index, backward, phase))
     if settings.states == "mixed":
         return shoot.fresh(rng, settings.image_scale, "images") if index % 2 else shoot.fresh(rng, settings.scale, "path")
     return shoot.fresh(rng, settings.scale, settings.states)
@@ -282,9 +312,8 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     total = max(1, min(round(settings.steps_per_dim * m), settings.max_depth))
     S = settings.segments if settings.segments is not None else math.ceil(total / settings.segment_steps)
     S = max(1, min(S, total))
-    shoot = Shooting(blocks, X, Y, S, total // S, 1 if finite else settings.substeps, "euler" if finite else "rk4")
+    shoot = Shooting(blocks, X, Y, S, total // S, 1, "euler" if finite else "rk4")
     backward = [d == "backward" for d in settings.directions]
-    shootings = [replace(shoot, X=Y, Y=X) if b else shoot for b in backward]
     tol = settings.tolerance
     extra_jacobians = [0]
 
@@ -419,6 +448,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         return (control, err, dps) if err <= tol else None
 
     reversed_control = [False]
+    shootings: list[Shooting] = []  # those of the phase being searched
 
     def finish(k, x):
         try:
@@ -429,29 +459,46 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         return out
 
     last = [t0]
+    done = PopulationRecord()  # the phases searched before this one
 
     def report(rec: PopulationRecord) -> None:
         if progress and time.perf_counter() - last[0] > 2.0:
             last[0] = time.perf_counter()
-            progress(f"{rec.starts} starts, {rec.jacobians} Jacobians: best max |residual| = {rec.best:.2e}")
+            progress(f"{done.starts + rec.starts} starts, {done.jacobians + rec.jacobians} Jacobians: "
+                     f"best max |residual| = {min(done.best, rec.best):.2e}")
 
     keys = []  # the generator keys of the starts drawn, in order
+    share = 0.0
+    for p, phase in enumerate(settings.phases):
+        share += phase["share"]
+        phase_settings = replace(settings, scale=phase.get("scale", settings.scale))
+        sh = replace(shoot, substeps=1 if finite else phase.get("substeps", settings.substeps))
+        shootings[:] = [replace(sh, X=Y, Y=X) if b else sh for b in backward]
 
-    def draw(k, i):
-        keys.append([settings.seed, i, 1] if backward[k] else [settings.seed, i])
-        return start(shootings[k], settings, i, backward[k])
+        def draw(k, i, p=p, phase_settings=phase_settings):
+            keys.append(start_key(settings.seed, i, backward[k], p))
+            return start(shootings[k], phase_settings, i, backward[k], p)
 
-    rec = population_lm(shootings, size=settings.population, start=draw,
-                        tol=0.1 * tol if finite else 1e-3, max_iter=settings.max_iter, max_starts=settings.max_starts,
-                        deadline=deadline, finish=finish, patience=settings.patience, acceleration=settings.acceleration,
-                        report=report)
+        last_phase = p == len(settings.phases) - 1
+        rec = population_lm(shootings, size=settings.population, start=draw,
+                            tol=0.1 * tol if finite else 1e-3, max_iter=settings.max_iter,
+                            max_starts=max(1, math.ceil(phase["share"] * settings.max_starts)),
+                            deadline=deadline if last_phase else min(deadline, t0 + share * settings.time_budget),
+                            finish=finish, patience=settings.patience, acceleration=settings.acceleration, report=report)
+        done = PopulationRecord(done.starts + rec.starts, done.jacobians + rec.jacobians, min(done.best, rec.best), rec.found)
+        if rec.found is not None:
+            break
+    rec = done
     steps, err, dps = rec.found or ([], math.inf, None)
     ok = err <= tol
     why = (f"not found within {settings.time_budget:g} s ({rec.starts} start(s))" if time.perf_counter() >= deadline
            else f"not found: all {rec.starts} start(s) stalled")
     how = ", reversing a control of the inverse problem" if reversed_control[0] else ""
+    speed, where, index = slowest(blocks, X, Y)
     msg = (f"reached the targets after {rec.starts} start(s){how}" if ok else
-           f"{why}; best max |residual| of the {S}-segment fit = {rec.best:.2e}")
+           f"{why}; best max |residual| of the {S}-segment fit = {rec.best:.2e}; the slowest sequence, "
+           f"{where} {index}, has shape speed {speed:.2g} (verify.shape_speed: a slow sequence needs a long control "
+           "to change its shape)")
     return Solution(ok, msg, steps, err, len(steps), float(sum(abs(float(t)) for _, t in steps)), rec.starts,
                     rec.jacobians + extra_jacobians[0], time.perf_counter() - t0, asdict(settings),
                     keys, dps)

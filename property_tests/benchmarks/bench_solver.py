@@ -5,7 +5,8 @@ blocks drawn with them) for m = N n d in ``REACH_SIZES`` (default 8,18,32,64,128
 ``REACH_INSTANCES`` (default 10) per size, ``REACH_BUDGET`` seconds each (default 60), drawn with
 ``REACH_SEED`` (default 0).  For each (m, depth,
 method) one benchmark round runs every instance and stores in ``extra_info``: success rate,
-median and longest time, the unsolved instances' indices, median depth, worst replay error of
+median and longest time, the unsolved instances' indices, the slowest shape speed of each
+instance (:func:`verify.shape_speed.slowest`), median depth, worst replay error of
 the successes, and how many of the returned
 witnesses replay within their tolerance under the independent implementation
 (``property_tests/independent.py``: explicit loops; networks at the witness's precision, flows
@@ -25,6 +26,7 @@ import pytest
 
 from property_tests import independent
 from theorems.reach import instance
+from verify.shape_speed import slowest
 from verify.solver import Settings, solve
 
 SIZES = [int(s) for s in os.environ.get("REACH_SIZES", "8,18,32,64,128").split(",")]
@@ -36,7 +38,7 @@ METHODS = {
     # one start of 300 Jacobians, single shooting of 10 m layers or steps, plain steps, straight-path start, X to Y
     # only (DESIGN §6)
     "plain-lm": dict(method="lm", steps_per_dim=10, segments=1, max_iter=300, max_starts=1, population=1, acceleration=0.0,
-                     states="path", directions=("forward",)),
+                     states="path", directions=("forward",), phases=({"share": 1.0},)),
 }
 
 
@@ -64,6 +66,8 @@ def summary(m: int, depth: str, method: str, results: list[tuple]) -> dict:
         "median_time_s": statistics.median(r[1] for r in results),
         "max_time_s": max(r[1] for r in results),  # the budget's overrun, if any
         "unsolved_instances": [i for i, r in enumerate(results) if not r[0]],
+        # the smallest shape speed of each instance's input and target sequences (verify.shape_speed)
+        "slowest_shape_speeds": [round(slowest(*r[4:7])[0], 4) for r in results],
         "median_depth": statistics.median(r[2] for r in wins) if wins else None,
         "worst_replay_error": max(r[3] for r in wins) if wins else None,
         "independent_within_tolerance": sum(e <= tolerance for e in theirs),
@@ -78,8 +82,14 @@ def _independent_error(blocks, X, Y, steps, digits, depth: str) -> float:
         end = independent.network(mats, steps, X, blocks[0].beta, blocks[0].causal, dps=digits)
     else:  # at 30 digits at least, by extrapolation: float64 DOP853, even at rtol 2.3e-14, missed
         # witnesses by 2.7e-10 (m = 8) and 1.1e-9 (m = 18) whose 30-digit replays are within 6e-12
-        # and 7.7e-11; 1e-20 per step is ample for a tolerance of 1e-10 and 2-3 times cheaper than 1e-25
-        end = independent.flow(mats, steps, X, blocks[0].beta, blocks[0].causal, dps=max(digits or 0, 30), tol=1e-20)
+        # and 7.7e-11; 1e-20 per step is ample for a tolerance of 1e-10 and 2-3 times cheaper than 1e-25.
+        # A control that needed more than 30 digits amplifies rounding about 10^(digits - 17)-fold:
+        # at 1e-20 per step a 33-digit one (seed 21 m = 8 instance 4) missed by 2.1e-5, at 38 digits
+        # and 1e-33 (extrapolated_flow's default) by 1.2e-12, as the solver's own replay says
+        if digits is not None and digits > 30:
+            end = independent.flow(mats, steps, X, blocks[0].beta, blocks[0].causal, dps=digits + 5)
+        else:
+            end = independent.flow(mats, steps, X, blocks[0].beta, blocks[0].causal, dps=30, tol=1e-20)
     return float(abs((end - Y).astype(float)).max())
 
 
