@@ -494,11 +494,13 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     why = (f"not found within {settings.time_budget:g} s ({rec.starts} start(s))" if time.perf_counter() >= deadline
            else f"not found: all {rec.starts} start(s) stalled")
     how = ", reversing a control of the inverse problem" if reversed_control[0] else ""
-    speed, where, index = slowest(blocks, X, Y)
-    msg = (f"reached the targets after {rec.starts} start(s){how}" if ok else
-           f"{why}; best max |residual| of the {S}-segment fit = {rec.best:.2e}; the slowest sequence, "
-           f"{where} {index}, has shape speed {speed:.2g} (verify.shape_speed: a slow sequence needs a long control "
-           "to change its shape)")
+    if ok:
+        msg = f"reached the targets after {rec.starts} start(s){how}"
+    else:
+        speed, where, index = slowest(blocks, X, Y)
+        msg = (f"{why}; best max |residual| of the {S}-segment fit = {rec.best:.2e}; the slowest sequence, {where} "
+               f"{index}, has shape speed {speed:.2g} (verify.shape_speed: a slow sequence needs a long control to "
+               "change its shape)")
     return Solution(ok, msg, steps, err, len(steps), float(sum(abs(float(t)) for _, t in steps)), rec.starts,
                     rec.jacobians + extra_jacobians[0], time.perf_counter() - t0, asdict(settings),
                     keys, dps)
