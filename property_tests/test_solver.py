@@ -87,7 +87,8 @@ def test_orientation_and_order_obstructions():
                                                    ("phases", ({"share": 0.0},), "give each a positive 'share'"),
                                                    ("phases", ({"share": 1.0, "scale": -1.0},), "positive 'scale'"),
                                                    ("phases", ({"share": 1.0, "substeps": 1.5},), "whole 'substeps'"),
-                                                   ("phases", ({"share": 1.0, "steps": 3},), "give each")])
+                                                   ("phases", ({"share": 1.0, "steps": 3},), "give each"),
+                                                   ("phases", ({"share": 1.0, "states": "random"},), "'states'")])
 def test_unknown_settings_are_refused(field, value, message):
     X, Y, blocks = instance(4, 0)
     with pytest.raises(InputError, match=message):

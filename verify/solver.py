@@ -44,10 +44,10 @@ invariant forbids:
   tokens that the inputs hold close, the fit that contracts them is often the easier one.
   Reversing a residual network does not invert it, so finite depth fits X to Y only.
   The search runs in ``phases``, one after the other, each with its share of the time budget
-  (and of ``max_starts``) and its own ``scale`` and ``substeps``: in continuous depth a third with
-  short durations on the one-step surrogate, then long durations (``scale`` 2) on two RK4
-  steps per control step (``CONTINUOUS_PHASES``); the phases after the first key their starts
-  ``[seed, index, 0 or 1, phase]``.
+  (and of ``max_starts``) and its own ``scale``, ``image_scale``, ``states`` and ``substeps``:
+  in continuous depth a third with short durations on the one-step surrogate, then long
+  durations (``scale`` 2) on two RK4 steps per control step (``CONTINUOUS_PHASES``); the
+  phases after the first key their starts ``[seed, index, 0 or 1, phase]``.
   Every population step is corrected by geodesic acceleration (``acceleration``, see
   :func:`verify.shooting.population_lm`).  ``steps_per_dim=10, segments=1, population=1,
   max_starts=1, max_iter=300, acceleration=0, states="path", directions=("forward",)`` is the
@@ -119,8 +119,8 @@ class Settings:
     directions: tuple[str, ...] | None = None  # lm: problems fitted in turn: "forward" (X to Y) and, continuous depth
     # only, "backward" (Y to X, the control then reversed); None: DEPTH_DEFAULTS
     phases: tuple[dict[str, float], ...] | None = None  # lm: searches one after the other, each a dict with its
-    # "share" of the time budget (the last takes what is left) and of max_starts, and optionally its own "scale"
-    # and (continuous depth) "substeps"; None: DEPTH_DEFAULTS
+    # "share" of the time budget (the last takes what is left) and of max_starts, and optionally its own "scale",
+    # "image_scale", "states" and (continuous depth) "substeps"; None: DEPTH_DEFAULTS
     max_starts: int = 1_000_000  # lm: random starts per direction (the time budget usually ends them first)
     first_fraction: float = 0.05  # first move: this fraction of the way to the targets
     min_fraction: float = 1e-4
@@ -161,7 +161,7 @@ class Settings:
 # Slow sequences (:mod:`verify.shape_speed`) need long controls to change shape; the one-step
 # surrogate is an artefact at such durations, two RK4 steps are near the flow.
 CONTINUOUS_PHASES = ({"share": 1 / 3}, {"share": 2 / 3, "scale": 2.0, "substeps": 2})
-PHASE_KEYS = {"share", "scale", "substeps"}
+PHASE_KEYS = {"share", "scale", "image_scale", "states", "substeps"}
 
 DEPTH_DEFAULTS = {
     "finite": {"steps_per_dim": 6, "segment_steps": 6, "max_iter": 1000, "population": 8, "states": "mixed",
@@ -274,9 +274,10 @@ def solve(
     if not settings.directions or not set(settings.directions) <= {"forward", "backward"}:
         raise InputError(f"directions {settings.directions!r}: choose one or both of 'forward' and 'backward'")
     if not settings.phases or any(set(p) - PHASE_KEYS or not p.get("share", 0) > 0 or not p.get("scale", 1) > 0
+                                     or not p.get("image_scale", 1) > 0 or p.get("states", "path") not in (*START_STATES, "mixed")
                                      or p.get("substeps", 1) not in range(1, 1025) for p in settings.phases):
-        raise InputError(f"phases {settings.phases!r}: give each a positive 'share', optionally a positive 'scale' and "
-                         "whole 'substeps' from 1 to 1024")
+        raise InputError(f"phases {settings.phases!r}: give each a positive 'share', optionally a positive 'scale' or "
+                         "'image_scale', 'states' and whole 'substeps' from 1 to 1024")
     if "backward" in settings.directions and settings.depth == "finite":
         raise InputError("direction 'backward' needs continuous depth: reversing a residual network does not invert it")
     return _lm_solve(blocks, X, Y, settings, progress)
@@ -471,7 +472,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     share = 0.0
     for p, phase in enumerate(settings.phases):
         share += phase["share"]
-        phase_settings = replace(settings, scale=phase.get("scale", settings.scale))
+        phase_settings = replace(settings, **{k: v for k, v in phase.items() if k in ("scale", "image_scale", "states")})
         sh = replace(shoot, substeps=1 if finite else phase.get("substeps", settings.substeps))
         shootings[:] = [replace(sh, X=Y, Y=X) if b else sh for b in backward]
 
