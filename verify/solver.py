@@ -162,6 +162,15 @@ class Settings:
 # surrogate is an artefact at such durations, two RK4 steps are near the flow.
 CONTINUOUS_PHASES = ({"share": 1 / 3}, {"share": 2 / 3, "scale": 2.0, "substeps": 2})
 PHASE_KEYS = {"share", "scale", "image_scale", "states", "substeps"}
+STATES = (*START_STATES, "mixed")  # Settings.states (and a phase's "states")
+
+
+def _valid_phase(phase: dict) -> bool:
+    """A phase of ``Settings.phases``: known keys, a positive share, positive scales, known
+    states and a whole number of RK4 substeps from 1 to 1024."""
+    return (not set(phase) - PHASE_KEYS and phase.get("share", 0) > 0 and phase.get("scale", 1) > 0
+            and phase.get("image_scale", 1) > 0 and phase.get("states", "path") in STATES
+            and phase.get("substeps", 1) in range(1, 1025))
 
 DEPTH_DEFAULTS = {
     "finite": {"steps_per_dim": 6, "segment_steps": 6, "max_iter": 1000, "population": 8, "states": "mixed",
@@ -261,7 +270,7 @@ def solve(
     """Find a control (continuous) or network (finite) taking X to Y; see module docstring."""
     if settings.depth not in DEPTH_DEFAULTS:
         raise InputError(f"unknown depth {settings.depth!r}; choose 'continuous' or 'finite'")
-    if settings.states not in (*START_STATES, "mixed", None):
+    if settings.states not in (*STATES, None):
         raise InputError(f"unknown start states {settings.states!r}; choose 'path', 'images' or 'mixed'")
     check_admissible(X, Y, bool(blocks[0].causal))
     settings = resolve(settings)
@@ -273,9 +282,7 @@ def solve(
         raise InputError(f"unknown method {settings.method!r}; choose 'lm' or 'steer'")
     if not settings.directions or not set(settings.directions) <= {"forward", "backward"}:
         raise InputError(f"directions {settings.directions!r}: choose one or both of 'forward' and 'backward'")
-    if not settings.phases or any(set(p) - PHASE_KEYS or not p.get("share", 0) > 0 or not p.get("scale", 1) > 0
-                                     or not p.get("image_scale", 1) > 0 or p.get("states", "path") not in (*START_STATES, "mixed")
-                                     or p.get("substeps", 1) not in range(1, 1025) for p in settings.phases):
+    if not settings.phases or not all(map(_valid_phase, settings.phases)):
         raise InputError(f"phases {settings.phases!r}: give each a positive 'share', optionally a positive 'scale' or "
                          "'image_scale', 'states' and whole 'substeps' from 1 to 1024")
     if "backward" in settings.directions and settings.depth == "finite":
@@ -472,7 +479,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     share = 0.0
     for p, phase in enumerate(settings.phases):
         share += phase["share"]
-        phase_settings = replace(settings, **{k: v for k, v in phase.items() if k in ("scale", "image_scale", "states")})
+        phase_settings = replace(settings, **{k: v for k, v in phase.items() if k not in ("share", "substeps")})
         sh = replace(shoot, substeps=1 if finite else phase.get("substeps", settings.substeps))
         shootings[:] = [replace(sh, X=Y, Y=X) if b else sh for b in backward]
 
