@@ -21,6 +21,7 @@ from verify.invariants import check_admissible
 from verify.network import apply
 from verify.newton import levenberg_marquardt
 from verify.rk4 import integrate_batch
+from verify.shape_speed import minimal_duration
 from verify.shooting import Shooting
 from verify.solver import (
     DEPTH_DEFAULTS,
@@ -127,6 +128,7 @@ def test_phases_search_one_after_the_other_with_their_own_keys_and_durations():
     sol = solve(blocks, X, Y, settings)
     assert not sol.success and sol.seeds == [[3, 0], [3, 0, 1], [3, 0, 0, 1], [3, 0, 1, 1]]
     assert "the slowest sequence, inputs 1, has shape speed" in sol.message
+    assert f"every control from the inputs to the targets lasts at least {minimal_duration(blocks, X, Y):.3g}" in sol.message
     shoot = Shooting(blocks, X, Y, segments=7, steps=11)
     long_start = start(shoot, replace(settings, scale=2.0), 0, phase=1)
     assert np.array_equal(long_start, shoot.fresh(np.random.default_rng([3, 0, 0, 1]), 2.0, "path"))

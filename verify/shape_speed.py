@@ -22,6 +22,20 @@ change its shape by a factor of order e (a slow sequence is expanded before it c
 and its speed grows with the square of its spread).  It is a diagnostic for the solver's reach
 (the README's "Solver reach"), not part of any verdict, and it assumes full attention.
 
+The same estimate, made without linearising, bounds the *diameter* D = max_(i,k) |x_i - x_k| of a
+sequence along any flow and so the total duration of any control (:func:`minimal_duration`):
+with P_i the attention row of token i, avg_i - avg_k = sum_j (P_ij - P_kj) x_j is half of
+|P_i - P_k|_1 times a difference of two convex combinations of tokens, so at most
+|P_i - P_k|_1 D / 2; and |P_i - P_k|_1 <= osc_j((x_i - x_k)^T M x_j) / 2 <= ||M|| |x_i - x_k| D / 2
+(the softmax's derivative diag(p) - p p^T maps u to a vector of 1-norm sum_j p_j |u_j - p.u|, a
+mean absolute deviation, at most half the range of u).  Hence, with c = ||V|| ||M||,
+
+    |d(x_i - x_k)/dt| <= c D^2 |x_i - x_k| / 4,   |dD/dt| <= c D^3 / 4,   |d(D^-2)/dt| <= c / 2,
+
+and a control of total duration T = sum |t_l| changes D^-2 by at most T max(c_0, c_1) / 2.
+Finite depth has no such bound: one residual layer with a large step moves the tokens by
+any multiple of the field.
+
 >>> import numpy as np
 >>> from verify.blocks import gaussian_blocks
 >>> blocks = gaussian_blocks(0, 2)
@@ -46,10 +60,47 @@ def shape_speeds(blocks: Sequence[Block], Z: np.ndarray) -> np.ndarray:
     Z = np.asarray(Z, dtype=float)
     centred = Z - Z.mean(axis=1, keepdims=True)
     C = np.einsum("sji,sjk->sik", centred, centred) / Z.shape[1]
-    spread = np.linalg.norm(C, ord=2, axis=(1, 2))
-    rates = [np.linalg.norm(np.asarray(b.V, dtype=float), 2) * np.linalg.norm(
-        b.beta * np.asarray(b.Q, dtype=float).T @ np.asarray(b.K, dtype=float), 2) for b in blocks]
-    return max(rates) * spread
+    return max(_rate(b) for b in blocks) * np.linalg.norm(C, ord=2, axis=(1, 2))
+
+
+def _rate(block: Block) -> float:
+    """c = ||V|| ||beta Q^T K|| (spectral norms) of one block."""
+    return float(np.linalg.norm(np.asarray(block.V, dtype=float), 2) * np.linalg.norm(
+        block.beta * np.asarray(block.Q, dtype=float).T @ np.asarray(block.K, dtype=float), 2))
+
+
+def diameters(Z: np.ndarray) -> np.ndarray:
+    """The diameter max_(i,k) |z_i - z_k| (N,) of each sequence of Z (N, n, d)."""
+    Z = np.asarray(Z, dtype=float)
+    return np.linalg.norm(Z[:, :, None, :] - Z[:, None, :, :], axis=-1).max(axis=(1, 2))
+
+
+def minimal_duration(blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray) -> float:
+    """A lower bound on the total duration sum |t_l| of every control whose flow maps X onto Y:
+
+        max over sequences s of  2 |D(Y_s)^-2 - D(X_s)^-2| / max(c_0, c_1),
+
+    D the diameter and c = ||V|| ||beta Q^T K|| of each block (module docstring; full attention
+    only, and it bounds flows, not residual networks).  It is proved for the exact flow, and
+    computed in float64, so it is an estimate of that bound up to a few roundings, enough for
+    a diagnostic; it decides no verdict.  Targets whose tokens nearly coincide, or inputs whose
+    do, need long controls however the blocks are used.  Tokens that coincide stay coincident
+along every flow, so a sequence whose diameter is 0 at one end only gives ``inf``.
+
+    >>> import numpy as np
+    >>> from verify.blocks import gaussian_blocks
+    >>> X = np.array([[[0.0, 0.0], [1.0, 0.0]]]); Y = np.array([[[0.0, 0.0], [0.1, 0.0]]])
+    >>> blocks = gaussian_blocks(0, 2)
+    >>> T = minimal_duration(blocks, X, Y)
+    >>> bool(np.isclose(T, 2 * (100 - 1) / max(_rate(b) for b in blocks)))
+    True
+    """
+    if any(b.causal for b in blocks):
+        raise ValueError("minimal_duration assumes full attention; the blocks are causal")
+    DX, DY = diameters(X), diameters(Y)
+    with np.errstate(divide="ignore"):  # a single token, or coincident ones, have D = 0
+        change = np.where((DX > 0) & (DY > 0), np.abs(DY ** -2.0 - DX ** -2.0), np.where((DX > 0) == (DY > 0), 0.0, np.inf))
+    return float(2 * change.max() / max(_rate(b) for b in blocks))
 
 
 def slowest(blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray) -> tuple[float, str, int]:

@@ -93,7 +93,7 @@ from .network import apply, propagated_rounding
 from .newton import levenberg_marquardt
 from .rank import degree_scales
 from .rk4 import integrate_batch
-from .shape_speed import slowest
+from .shape_speed import minimal_duration, slowest
 from .shooting import START_STATES, PopulationRecord, Shooting, population_lm
 from .steering import Steps, merge, steer
 
@@ -509,6 +509,8 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         msg = (f"{why}; best max |residual| of the {S}-segment fit = {rec.best:.2e}; the slowest sequence, {where} "
                f"{index}, has shape speed {speed:.2g} (verify.shape_speed: a slow sequence needs a long control to "
                "change its shape)")
+        if settings.depth == "continuous" and not any(b.causal for b in blocks):
+            msg += f"; every control from the inputs to the targets lasts at least {minimal_duration(blocks, X, Y):.3g}"
     return Solution(ok, msg, steps, err, len(steps), float(sum(abs(float(t)) for _, t in steps)), rec.starts,
                     rec.jacobians + extra_jacobians[0], time.perf_counter() - t0, asdict(settings),
                     keys, dps)

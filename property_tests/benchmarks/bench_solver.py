@@ -6,8 +6,9 @@ blocks drawn with them) for m = N n d in ``REACH_SIZES`` (default 8,18,32,64,128
 ``REACH_SEED`` (default 0).  For each (m, depth,
 method) one benchmark round runs every instance and stores in ``extra_info``: success rate,
 median and longest time, the unsolved instances' indices, the slowest shape speed of each
-instance (:func:`verify.shape_speed.slowest`), median depth, worst replay error of
-the successes, and how many of the returned
+instance (:func:`verify.shape_speed.slowest`) and, in continuous depth, the total duration that
+any control needs (:func:`verify.shape_speed.minimal_duration`) beside that of the returned
+controls, median depth, worst replay error of the successes, and how many of the returned
 witnesses replay within their tolerance under the independent implementation
 (``property_tests/independent.py``: explicit loops; networks at the witness's precision, flows
 at 30 digits by Gragg-Bulirsch-Stoer extrapolation; its replay time is not part of the measured
@@ -26,7 +27,7 @@ import pytest
 
 from property_tests import independent
 from theorems.reach import instance
-from verify.shape_speed import slowest
+from verify.shape_speed import minimal_duration, slowest
 from verify.solver import Settings, solve
 
 SIZES = [int(s) for s in os.environ.get("REACH_SIZES", "8,18,32,64,128").split(",")]
@@ -43,15 +44,16 @@ METHODS = {
 
 
 def solve_all(m: int, depth: str, method: str) -> list[tuple]:
-    """(success, seconds, depth, replay error, blocks, X, Y, steps, digits) for every instance
-    (digits: None for a float64 witness, else the precision it replays at)."""
+    """(success, seconds, depth, replay error, blocks, X, Y, steps, digits, total |duration|) for
+    every instance (digits: None for a float64 witness, else the precision it replays at)."""
     results = []
     for inst in range(INSTANCES):
         X, Y, blocks = instance(m, inst, SEED)
         settings = Settings(depth=depth, time_budget=BUDGET, seed=inst, **METHODS[method])
         t0 = time.perf_counter()
         sol = solve(blocks, X, Y, settings)
-        results.append((sol.success, time.perf_counter() - t0, sol.depth, sol.error, blocks, X, Y, sol.steps, sol.dps))
+        results.append((sol.success, time.perf_counter() - t0, sol.depth, sol.error, blocks, X, Y, sol.steps, sol.dps,
+                        sol.total_duration))
     return results
 
 
@@ -59,7 +61,7 @@ def summary(m: int, depth: str, method: str, results: list[tuple]) -> dict:
     """The table row; the independent replay of the solved instances happens here, after timing."""
     tolerance = Settings().tolerance
     wins = [r for r in results if r[0]]
-    theirs = [_independent_error(*r[4:], depth) for r in wins]
+    theirs = [_independent_error(*r[4:9], depth) for r in wins]
     return {
         "m": m, "depth": depth, "method": method, "seed": SEED, "instances": INSTANCES, "budget_s": BUDGET,
         "success_rate": len(wins) / INSTANCES,
@@ -68,6 +70,10 @@ def summary(m: int, depth: str, method: str, results: list[tuple]) -> dict:
         "unsolved_instances": [i for i, r in enumerate(results) if not r[0]],
         # the smallest shape speed of each instance's input and target sequences (verify.shape_speed)
         "slowest_shape_speeds": [round(slowest(*r[4:7])[0], 4) for r in results],
+        **({} if depth == "finite" else {
+            # a lower bound on the total |duration| of any control from X to Y, and that of each returned control
+            "minimal_durations": [round(minimal_duration(*r[4:7]), 2) for r in results],
+            "total_durations": [round(r[9], 2) if r[0] else None for r in results]}),
         "median_depth": statistics.median(r[2] for r in wins) if wins else None,
         "worst_replay_error": max(r[3] for r in wins) if wins else None,
         "independent_within_tolerance": sum(e <= tolerance for e in theirs),
