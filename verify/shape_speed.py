@@ -85,7 +85,7 @@ def minimal_duration(blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray) -> f
     computed in float64, so it is an estimate of that bound up to a few roundings, enough for
     a diagnostic; it decides no verdict.  Targets whose tokens nearly coincide, or inputs whose
     do, need long controls however the blocks are used.  Tokens that coincide stay coincident
-along every flow, so a sequence whose diameter is 0 at one end only gives ``inf``.
+    along every flow, so a sequence whose diameter is 0 at one end only gives ``inf``.
 
     >>> import numpy as np
     >>> from verify.blocks import gaussian_blocks
@@ -98,7 +98,7 @@ along every flow, so a sequence whose diameter is 0 at one end only gives ``inf`
     if any(b.causal for b in blocks):
         raise ValueError("minimal_duration assumes full attention; the blocks are causal")
     DX, DY = diameters(X), diameters(Y)
-    with np.errstate(divide="ignore"):  # a single token, or coincident ones, have D = 0
+    with np.errstate(divide="ignore", invalid="ignore"):  # a single token, or coincident ones, have D = 0 (inf - inf)
         change = np.where((DX > 0) & (DY > 0), np.abs(DY ** -2.0 - DX ** -2.0), np.where((DX > 0) == (DY > 0), 0.0, np.inf))
     return float(2 * change.max() / max(_rate(b) for b in blocks))
 
