@@ -22,13 +22,15 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from typing import NamedTuple
 
+import numpy as np
 import pytest
 
 from property_tests import independent
 from theorems.reach import instance
 from verify.shape_speed import minimal_duration, slowest
-from verify.solver import Settings, solve
+from verify.solver import Settings, Solution, solve
 
 SIZES = [int(s) for s in os.environ.get("REACH_SIZES", "8,18,32,64,128").split(",")]
 INSTANCES = int(os.environ.get("REACH_INSTANCES", "10"))
@@ -43,42 +45,50 @@ METHODS = {
 }
 
 
-def solve_all(m: int, depth: str, method: str) -> list[tuple]:
-    """(success, seconds, depth, replay error, blocks, X, Y, steps, digits, total |duration|) for
-    every instance (digits: None for a float64 witness, else the precision it replays at)."""
+class Run(NamedTuple):
+    """One instance: what the solver returned, the seconds it took, and the instance."""
+
+    sol: Solution
+    seconds: float
+    blocks: tuple
+    X: np.ndarray
+    Y: np.ndarray
+
+
+def solve_all(m: int, depth: str, method: str) -> list[Run]:
+    """Every instance solved (``sol.dps``: None for a float64 witness, else the precision it replays at)."""
     results = []
     for inst in range(INSTANCES):
         X, Y, blocks = instance(m, inst, SEED)
         settings = Settings(depth=depth, time_budget=BUDGET, seed=inst, **METHODS[method])
         t0 = time.perf_counter()
         sol = solve(blocks, X, Y, settings)
-        results.append((sol.success, time.perf_counter() - t0, sol.depth, sol.error, blocks, X, Y, sol.steps, sol.dps,
-                        sol.total_duration))
+        results.append(Run(sol, time.perf_counter() - t0, blocks, X, Y))
     return results
 
 
-def summary(m: int, depth: str, method: str, results: list[tuple]) -> dict:
+def summary(m: int, depth: str, method: str, results: list[Run]) -> dict:
     """The table row; the independent replay of the solved instances happens here, after timing."""
     tolerance = Settings().tolerance
-    wins = [r for r in results if r[0]]
-    theirs = [_independent_error(*r[4:9], depth) for r in wins]
+    wins = [r for r in results if r.sol.success]
+    theirs = [_independent_error(r.blocks, r.X, r.Y, r.sol.steps, r.sol.dps, depth) for r in wins]
     return {
         "m": m, "depth": depth, "method": method, "seed": SEED, "instances": INSTANCES, "budget_s": BUDGET,
         "success_rate": len(wins) / INSTANCES,
-        "median_time_s": statistics.median(r[1] for r in results),
-        "max_time_s": max(r[1] for r in results),  # the budget's overrun, if any
-        "unsolved_instances": [i for i, r in enumerate(results) if not r[0]],
+        "median_time_s": statistics.median(r.seconds for r in results),
+        "max_time_s": max(r.seconds for r in results),  # the budget's overrun, if any
+        "unsolved_instances": [i for i, r in enumerate(results) if not r.sol.success],
         # the smallest shape speed of each instance's input and target sequences (verify.shape_speed)
-        "slowest_shape_speeds": [round(slowest(*r[4:7])[0], 4) for r in results],
+        "slowest_shape_speeds": [round(slowest(r.blocks, r.X, r.Y)[0], 4) for r in results],
         **({} if depth == "finite" else {
             # a lower bound on the total |duration| of any control from X to Y, and that of each returned control
-            "minimal_durations": [round(minimal_duration(*r[4:7]), 2) for r in results],
-            "total_durations": [round(r[9], 2) if r[0] else None for r in results]}),
-        "median_depth": statistics.median(r[2] for r in wins) if wins else None,
-        "worst_replay_error": max(r[3] for r in wins) if wins else None,
+            "minimal_durations": [round(minimal_duration(r.blocks, r.X, r.Y), 2) for r in results],
+            "total_durations": [round(r.sol.total_duration, 2) if r.sol.success else None for r in results]}),
+        "median_depth": statistics.median(r.sol.depth for r in wins) if wins else None,
+        "worst_replay_error": max(r.sol.error for r in wins) if wins else None,
         "independent_within_tolerance": sum(e <= tolerance for e in theirs),
         "worst_independent_replay_error": max(theirs) if theirs else None,
-        "high_precision_witnesses": sum(r[8] is not None for r in wins),
+        "high_precision_witnesses": sum(r.sol.dps is not None for r in wins),
     }
 
 
