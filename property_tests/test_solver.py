@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from theorems.reach import instance
+from verify import solver as solver_module
 from verify import witness
 from verify.blocks import gaussian_blocks
 from verify.errors import InputError, IntegrationError
@@ -26,6 +27,7 @@ from verify.shooting import Shooting
 from verify.solver import (
     DEPTH_DEFAULTS,
     HIGH_DPS,
+    LOSSES,
     MAX_DPS,
     WHOLE_SUBSTEPS,
     Settings,
@@ -133,6 +135,19 @@ def test_phases_search_one_after_the_other_with_their_own_keys_and_durations():
     long_start = start(shoot, replace(settings, scale=2.0), 0, phase=1)
     assert np.array_equal(long_start, shoot.fresh(np.random.default_rng([3, 0, 0, 1]), 2.0, "path"))
     assert 1.0 < np.abs(long_start[:77]).max() <= 2.0
+
+
+def test_fits_lost_in_the_finish_are_counted_by_stage(monkeypatch):
+    """A refit allowed one Jacobian cannot take the surrogate's fit (1e-3) to 1e-8 on finer RK4
+    steps, so every fit that the search finds is lost there: the solution counts them under
+    "refit" and the message says so.  A work budget of 16 starts (the population that solves
+    this instance in the backward test above)."""
+    monkeypatch.setattr(solver_module, "REFINE_JACOBIANS", 1)
+    X, Y, blocks = instance(4, 0, seed=0)
+    sol = solve(blocks, X, Y, Settings(depth="continuous", directions=("backward",), time_budget=math.inf, max_starts=16))
+    assert not sol.success and set(sol.lost) == {"refit"} and sol.lost["refit"] >= 1
+    k = sol.lost["refit"]
+    assert f"{k} fit(s) reached 1e-03 and were lost in the finish: {k} {LOSSES['refit']}" in sol.message
 
 
 def test_mixed_starts_alternate_path_and_images():

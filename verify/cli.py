@@ -306,6 +306,7 @@ def _interpolate(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {
         "success": sol.success, "message": sol.message, "error": sol.error, "depth_kind": args.depth,
         "depth": sol.depth, "total_duration": sol.total_duration, "wall_time_s": round(sol.wall_time, 3),
+        "lost_in_finish": sol.lost,
     }
     if sol.success:
         doc = witness.make(

@@ -59,7 +59,9 @@ invariant forbids:
 
 Consecutive steps of one block are merged and zero steps dropped.  The returned
 :class:`Solution` records the control, the replayed error, depth, total |duration|, seeds and
-work, and :func:`verify.witness.make` writes it out.
+work, and the fits that reached the search tolerance but were lost in the finish, by stage
+(``Solution.lost``, keys of ``LOSSES``; a "not found" message names them); :func:`verify.witness.make`
+writes it out.
 
 >>> import numpy as np
 >>> from verify.blocks import gaussian_blocks
@@ -75,6 +77,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -213,6 +216,7 @@ class Solution:
     settings: dict[str, Any] = field(default_factory=dict)
     seeds: list[Any] = field(default_factory=list)
     dps: int | None = None  # None: the steps are float64 and replay in float64; else replay at dps digits
+    lost: dict[str, int] = field(default_factory=dict)  # fits lost in the finish, by stage (LOSSES); lm only
 
 
 def image(blocks: Sequence[Block], steps: Steps, X: np.ndarray, depth: str) -> np.ndarray | None:
@@ -371,13 +375,13 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         gain = amplification(rounding)
         dps = high_digits(gain, tol)
         if dps is None:
-            return None
+            return "precision"
         xm, _, jac = refine_segments_in_precision(shoot, x, 1e-3 * tol / gain, dps, deadline)
         extra_jacobians[0] += jac
         net, err, jac = refine_in_precision(blocks, pattern, xm[: len(pattern)], X, Y, 0.1 * tol, dps, deadline)
         extra_jacobians[0] += jac
         if err + 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in net], X, 10.0**-dps) > tol:
-            return None
+            return "chord"
         return net, err, dps
 
     def finish_continuous(sh: Shooting, x, reverse: bool):
@@ -398,12 +402,12 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
                                               residual_only=lambda z, f=fine: f.system(z[None])[0][0])
             extra_jacobians[0] += info["jacobians"]
             if not info["converged"]:
-                return None
+                return "refit"
         x, seg_err, jac = _chord(lambda z: sh.system(z[None], exact_flow=True)[0][0],
                                  lambda z: fine.system(z[None], True)[1][0], x, 0.01 * tol, deadline)
         extra_jacobians[0] += jac
         if seg_err > 0.1 * tol:
-            return None
+            return "segments"
 
         def whole(x):
             """The segments chained into one control, reversed for the inverse problem, merged."""
@@ -433,7 +437,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
                 return control, err, None
             dps = high_digits(amplification(drift), tol)
             if dps is None:
-                return None
+                return "precision"
         else:
             # The chaining amplified the segment residuals too far for float64 chord steps, or
             # they stalled above tolerance; steps on the whole control from far off overshoot
@@ -443,7 +447,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             # chained control at the same digits.
             dps = high_digits(gain, tol)
             if dps is None:
-                return None
+                return "precision"
             x, _, jac = refine_segments_in_precision(replace(sh, substeps=WHOLE_SUBSTEPS), x, 1e-3 * tol / gain, dps, deadline)
             extra_jacobians[0] += jac
             with precision(dps):
@@ -453,15 +457,20 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, dps, deadline, depth="continuous",
                                                 jacobian=jacobian, r=exact_residual if dps == HIGH_DPS else None)
         extra_jacobians[0] += jac
-        return (control, err, dps) if err <= tol else None
+        return (control, err, dps) if err <= tol else "chord"
 
     reversed_control = [False]
     shootings: list[Shooting] = []  # those of the phase being searched
+
+    lost: Counter[str] = Counter()  # fits that reached the search tolerance and were lost, by stage (LOSSES)
 
     def finish(k, x):
         try:
             out = finish_finite(x) if finite else finish_continuous(shootings[k], x, backward[k])
         except IntegrationError:
+            out = "integration"
+        if isinstance(out, str):  # the stage at which the fit was lost
+            lost["deadline" if time.perf_counter() >= deadline else out] += 1
             return None
         reversed_control[0] = backward[k]
         return out
@@ -511,9 +520,12 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
                "change its shape)")
         if settings.depth == "continuous" and not any(b.causal for b in blocks):
             msg += f"; every control from the inputs to the targets lasts at least {minimal_duration(blocks, X, Y):.3g}"
+        if lost:
+            msg += (f"; {lost.total()} fit(s) reached {0.1 * tol if finite else 1e-3:.0e} and were lost in the finish: "
+                    + ", ".join(f"{c} {LOSSES[k]}" for k, c in lost.most_common()))
     return Solution(ok, msg, steps, err, len(steps), float(sum(abs(float(t)) for _, t in steps)), rec.starts,
                     rec.jacobians + extra_jacobians[0], time.perf_counter() - t0, asdict(settings),
-                    keys, dps)
+                    keys, dps, dict(lost))
 
 
 # Digits for networks and controls too unstable for float64, at least.  Most found networks
@@ -522,6 +534,21 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
 # :func:`high_digits` adds digits, up to MAX_DPS (beyond it the network is not returned).
 HIGH_DPS = 30
 MAX_DPS = 100
+
+# Where a fit that reached the search tolerance (finite: tolerance / 10; continuous: 1e-3 on the
+# RK4 surrogate) can be lost on its way to a returned control or network, the keys of
+# ``Solution.lost``.  On seed 24 m = 8 (continuous, 60 s) four misses had such fits, lost at the
+# refit (durations of 1.3 to 6.9 on one or two RK4 steps per control step: artefacts of the
+# surrogate's coarse steps), one at the budget after its segments' exact flows took 12 s, and
+# one whose chained control needed over 10 000 Taylor steps (tokens at |x| = 105).
+LOSSES = {
+    "refit": "at the refit on finer RK4 steps (the surrogate's fit did not carry over to them)",
+    "segments": "at the exact flows of the segments",
+    "precision": f"needing more than {MAX_DPS} digits",
+    "chord": "at the chord steps on the whole control or network",
+    "integration": "integrating a flow (overflow or the Taylor-step cap)",
+    "deadline": "at the time budget",
+}
 
 
 def amplification(rounding: float) -> float:

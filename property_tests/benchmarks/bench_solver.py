@@ -5,7 +5,8 @@ blocks drawn with them) for m = N n d in ``REACH_SIZES`` (default 8,18,32,64,128
 ``REACH_INSTANCES`` (default 10) per size, ``REACH_BUDGET`` seconds each (default 60), drawn with
 ``REACH_SEED`` (default 0).  For each (m, depth,
 method) one benchmark round runs every instance and stores in ``extra_info``: success rate,
-median and longest time, the unsolved instances' indices, the slowest shape speed of each
+median and longest time, the unsolved instances' indices, the fits each instance lost in the solver's finish (by stage),
+the slowest shape speed of each
 instance (:func:`verify.shape_speed.slowest`) and, in continuous depth, the total duration that
 any control needs (:func:`verify.shape_speed.minimal_duration`) beside that of the returned
 controls, median depth, worst replay error of the successes, and how many of the returned
@@ -78,6 +79,8 @@ def summary(m: int, depth: str, method: str, results: list[Run]) -> dict:
         "median_time_s": statistics.median(r.seconds for r in results),
         "max_time_s": max(r.seconds for r in results),  # the budget's overrun, if any
         "unsolved_instances": [i for i, r in enumerate(results) if not r.sol.success],
+        # per instance, the fits that reached the search tolerance and were lost in the finish, by stage (solver.LOSSES)
+        "lost_in_finish": [r.sol.lost for r in results],
         # the smallest shape speed of each instance's input and target sequences (verify.shape_speed)
         "slowest_shape_speeds": [round(slowest(r.blocks, r.X, r.Y)[0], 4) for r in results],
         **({} if depth == "finite" else {
