@@ -537,10 +537,11 @@ MAX_DPS = 100
 
 # Where a fit that reached the search tolerance (finite: tolerance / 10; continuous: 1e-3 on the
 # RK4 surrogate) can be lost on its way to a returned control or network, the keys of
-# ``Solution.lost``.  On seed 24 m = 8 (continuous, 60 s) four misses had such fits, lost at the
-# refit (durations of 1.3 to 6.9 on one or two RK4 steps per control step: artefacts of the
-# surrogate's coarse steps), one at the budget after its segments' exact flows took 12 s, and
-# one whose chained control needed over 10 000 Taylor steps (tokens at |x| = 105).
+# ``Solution.lost``.  Most continuous fits are lost at the refit: on seed 24 m = 8 (60 s) four
+# misses lost fits there (durations 1.3 to 8.3 on one or two RK4 steps per control step), one of
+# them another at the budget (its segments' exact flows took 12 s) and one another integrating
+# its chained control (over 10 000 Taylor steps, tokens at |x| = 105); on seed 33 instance 2
+# lost 7 fits at the refit, instance 0 two there and one at the segments' exact flows.
 LOSSES = {
     "refit": "at the refit on finer RK4 steps (the surrogate's fit did not carry over to them)",
     "segments": "at the exact flows of the segments",
