@@ -5,9 +5,9 @@ blocks drawn with them) for m = N n d in ``REACH_SIZES`` (default 8,18,32,64,128
 ``REACH_INSTANCES`` (default 10) per size, ``REACH_BUDGET`` seconds each (default 60), drawn with
 ``REACH_SEED`` (default 0).  For each (m, depth,
 method) one benchmark round runs every instance and stores in ``extra_info``: success rate,
-median and longest time, the unsolved instances' indices, the fits each instance lost in the solver's finish (by stage),
-the slowest shape speed of each
-instance (:func:`verify.shape_speed.slowest`) and, in continuous depth, the total duration that
+median and longest time, the unsolved instances' indices, the fits each instance lost in the
+solver's finish (by stage), the slowest shape speed of each instance
+(:func:`verify.shape_speed.slowest`) and, in continuous depth, the total duration that
 any control needs (:func:`verify.shape_speed.minimal_duration`) beside that of the returned
 controls, median depth, worst replay error of the successes, and how many of the returned
 witnesses replay within their tolerance under the independent implementation
