@@ -378,6 +378,7 @@ def test_interpolate_cli(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     res = json.loads(r.stdout)
     assert res["success"] and res["replay"]["passed"] and res["replay_high_precision"]["passed"]
+    assert set(res["lost_in_finish"]) <= set(LOSSES)  # the stages at which fits were lost, if any
     doc = json.loads(out.read_text())
     assert doc["provenance"]["seeds"] and doc["depth"] == "finite" and doc["tolerance"] == 1e-10
     assert run("check", str(out)).returncode == 0
