@@ -327,6 +327,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     shoot = Shooting(blocks, X, Y, S, total // S, 1, "euler" if finite else "rk4")
     backward = [d == "backward" for d in settings.directions]
     tol = settings.tolerance
+    search_tol = 0.1 * tol if finite else 1e-3  # a member this close is handed to the finish
     extra_jacobians = [0]
 
     def chained(x, sh: Shooting = shoot) -> tuple[list[int], np.ndarray]:
@@ -498,7 +499,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
 
         last_phase = p == len(settings.phases) - 1
         rec = population_lm(shootings, size=settings.population, start=draw,
-                            tol=0.1 * tol if finite else 1e-3, max_iter=settings.max_iter,
+                            tol=search_tol, max_iter=settings.max_iter,
                             max_starts=max(1, math.ceil(phase["share"] * settings.max_starts)),
                             deadline=deadline if last_phase else min(deadline, t0 + share * settings.time_budget),
                             finish=finish, patience=settings.patience, acceleration=settings.acceleration, report=report)
@@ -521,7 +522,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         if settings.depth == "continuous" and not any(b.causal for b in blocks):
             msg += f"; every control from the inputs to the targets lasts at least {minimal_duration(blocks, X, Y):.3g}"
         if lost:
-            msg += (f"; {lost.total()} fit(s) reached {0.1 * tol if finite else 1e-3:.0e} and were lost in the finish: "
+            msg += (f"; {lost.total()} fit(s) reached {search_tol:.0e} and were lost in the finish: "
                     + ", ".join(f"{c} {LOSSES[k]}" for k, c in lost.most_common()))
     return Solution(ok, msg, steps, err, len(steps), float(sum(abs(float(t)) for _, t in steps)), rec.starts,
                     rec.jacobians + extra_jacobians[0], time.perf_counter() - t0, asdict(settings),
