@@ -13,7 +13,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: setup setup-tex verify test test-thorough bench reach lint clean
+.PHONY: setup setup-tex verify test test-thorough bench reach models lint clean
 
 setup: $(STAMP)
 
@@ -43,7 +43,7 @@ test-thorough: $(STAMP)
 
 bench: $(STAMP)
 	mkdir -p reports/benchmarks
-	$(PY) -m pytest -q -o addopts="" -o python_files="bench_*.py" property_tests/benchmarks --ignore=property_tests/benchmarks/bench_solver.py --benchmark-json=reports/benchmarks/latest.json
+	$(PY) -m pytest -q -o addopts="" -o python_files="bench_*.py" property_tests/benchmarks --ignore=property_tests/benchmarks/bench_solver.py --ignore=property_tests/benchmarks/bench_models.py --benchmark-json=reports/benchmarks/latest.json
 
 lint: $(STAMP)
 	$(PY) -m ruff check verify theorems property_tests
@@ -54,3 +54,7 @@ clean:
 reach: $(STAMP)
 	mkdir -p reports/benchmarks
 	$(PY) -m pytest -q -s -o addopts="" -o python_files="bench_*.py" property_tests/benchmarks/bench_solver.py --benchmark-json=reports/benchmarks/reach.json
+
+models: $(STAMP)
+	mkdir -p reports/benchmarks
+	$(PY) -m pytest -q -s -o addopts="" -o python_files="bench_*.py" property_tests/benchmarks/bench_models.py --benchmark-json=reports/benchmarks/models.json
