@@ -12,9 +12,10 @@ the same starts (``default_rng([instance, start])``, parameters uniform in [-0.5
 
 Each fit stops at max |r| <= 1e-3 (the continuous search tolerance of :mod:`verify.solver`) or
 after ``MODELS_JACOBIANS`` Jacobians.  ``extra_info`` holds, per fit, whether it reached 1e-3,
-the Jacobians used, the last max |r|, the largest |step| and, for the networks, the
-residual of the same member read as a control (its step sizes as durations, RK4 with eight
-steps per control step): how far the fitted network is from a flow.  Instances:
+the Jacobians used, the last max |r|, the largest |step| and the residual of the same member
+read as a control of flows (step sizes as durations, RK4 with ``AS_FLOW_SUBSTEPS`` = 16 steps
+per control step): for a network, how far it is from a flow; for the flow model, how far its
+two-step surrogate is from the flow.  Instances:
 :func:`theorems.reach.instance` (m = ``MODELS_M``, seed ``MODELS_SEED``, indices
 ``MODELS_INSTANCES``), ``MODELS_STARTS`` starts each.  The round is timed, but the point is the
 Jacobian counts; run it as ``make models``.
@@ -40,6 +41,7 @@ STARTS = int(os.environ.get("MODELS_STARTS", "2"))
 JACOBIANS = int(os.environ.get("MODELS_JACOBIANS", "1000"))
 STEPS_PER_DIM = int(os.environ.get("MODELS_STEPS_PER_DIM", "20"))
 SEARCH_TOL = 1e-3
+AS_FLOW_SUBSTEPS = 16
 MODELS = {"network": None, "network |h|<=1": 1.0, "network |h|<=0.3": 0.3, "flow": None}
 
 
@@ -84,11 +86,11 @@ def fit(model: str, inst: int, start: int) -> dict:
     row = {"instance": inst, "start": start, "reached": bool(info["residual"] <= SEARCH_TOL),
            "jacobians": info["jacobians"], "max_residual": float(f"{info['residual']:.2e}"),
            "max_step": round(float(np.abs(h).max()), 2)}
-    if model != "flow":  # the fitted network read as a control of flows
-        as_flow = replace(Shooting(blocks, X, Y, sh.segments, sh.steps), scheme="rk4", substeps=8)
-        with np.errstate(all="ignore"):
-            r = as_flow.system(np.concatenate([h, x[len(h):]])[None])[0][0]
-        row["as_flow_max_residual"] = float(f"{np.abs(r).max():.2e}")
+    # the fitted member read as a control of flows, RK4 with AS_FLOW_SUBSTEPS steps per control step
+    as_flow = replace(Shooting(blocks, X, Y, sh.segments, sh.steps), scheme="rk4", substeps=AS_FLOW_SUBSTEPS)
+    with np.errstate(all="ignore"):
+        r = as_flow.system(np.concatenate([h, x[len(h):]])[None])[0][0]
+    row["as_flow_max_residual"] = float(f"{np.abs(r).max():.2e}")
     return row
 
 
