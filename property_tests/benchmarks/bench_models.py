@@ -47,7 +47,9 @@ MODELS = {"network": None, "network |h|<=1": 1.0, "network |h|<=0.3": 0.3, "flow
 
 @dataclass(frozen=True)
 class BoundedSteps(Shooting):
-    """Residual layers whose step sizes are bound * tanh(u), the u being the unknowns."""
+    """Residual layers whose step sizes are bound * tanh(u), the u being the unknowns (residuals
+    and Jacobians only: :meth:`Shooting.curvature` is not adapted, and the fits here take plain
+    Levenberg-Marquardt steps)."""
 
     bound: float = 1.0
 
