@@ -116,6 +116,27 @@ def test_shooting_jacobian_matches_central_differences(p, segments, scheme):
 
 
 @settings(max_examples=10)
+@given(problems(max_N=2, max_n=3, max_d=2), st.integers(1, 3), st.sampled_from([0.3, 1.0]))
+def test_bounded_step_shooting_of_the_models_bench_matches_central_differences(p, segments, bound):
+    """``make models`` fits networks with steps bound * tanh(u); its Jacobian in u is the chain rule."""
+    from .benchmarks.bench_models import BoundedSteps
+
+    blocks, X, _ = p
+    shoot = BoundedSteps(blocks, X, X + 0.3, segments, 3, bound=bound)
+    x = shoot.fresh(np.random.default_rng(0), 1.5, "path")[None]
+    r, J = shoot.system(x, sensitivities=True)
+    plain = Shooting(blocks, X, X + 0.3, segments, 3)
+    h = segments * 3
+    assert np.array_equal(r, plain.system(np.concatenate([bound * np.tanh(x[:, :h]), x[:, h:]], axis=1))[0])
+    e = 1e-6
+    for j in range(shoot.unknowns):
+        dx = np.zeros_like(x)
+        dx[0, j] = e
+        fd = (shoot.system(x + dx)[0] - shoot.system(x - dx)[0]) / (2 * e)
+        assert np.abs(fd[0] - J[0, :, j]).max() <= 1e-6 * (1 + np.abs(J).max())
+
+
+@settings(max_examples=10)
 @given(problems(max_N=2, max_n=3, max_d=2), st.integers(1, 3), st.sampled_from(["euler", "rk4"]))
 def test_shooting_curvature_matches_second_differences(p, segments, scheme):
     """The exact second directional derivative (second-order jets) against central second
