@@ -92,6 +92,17 @@ def test_rk4_is_fourth_order_against_the_taylor_flow(p):
         assert errs[0] / errs[1] > 8
 
 
+def assert_central_differences(shoot: Shooting, x: np.ndarray, J: np.ndarray) -> None:
+    """Every column of the Jacobian J (1, S m, unknowns) of the member x (1, unknowns) within
+    1e-6 (relative to max |J|) of its central difference with step 1e-6."""
+    e = 1e-6
+    for j in range(shoot.unknowns):
+        dx = np.zeros_like(x)
+        dx[0, j] = e
+        fd = (shoot.system(x + dx)[0] - shoot.system(x - dx)[0]) / (2 * e)
+        assert np.abs(fd[0] - J[0, :, j]).max() <= 1e-6 * (1 + np.abs(J).max())
+
+
 @settings(max_examples=10)
 @given(problems(max_N=2, max_n=3, max_d=2), st.integers(1, 3), st.sampled_from(["euler", "rk4"]))
 def test_shooting_jacobian_matches_central_differences(p, segments, scheme):
@@ -100,12 +111,7 @@ def test_shooting_jacobian_matches_central_differences(p, segments, scheme):
     shoot = Shooting(blocks, X, Y, segments, 3, 1, scheme)
     x = shoot.fresh(np.random.default_rng(0), 0.5, "images")[None]
     r, J = shoot.system(x, sensitivities=True)
-    e = 1e-6
-    for j in range(shoot.unknowns):
-        dx = np.zeros_like(x)
-        dx[0, j] = e
-        fd = (shoot.system(x + dx)[0] - shoot.system(x - dx)[0]) / (2 * e)
-        assert np.abs(fd[0] - J[0, :, j]).max() <= 1e-6 * (1 + np.abs(J).max())
+    assert_central_differences(shoot, x, J)
     if segments > 1:  # an "images" start chains the first segments exactly: only the last one misses
         assert np.abs(r[0, : (segments - 1) * X.size]).max() <= 1e-12 * (1 + np.abs(x).max())
     path = shoot.fresh(np.random.default_rng(0), 0.5)  # the default start: states on the straight path
@@ -128,12 +134,7 @@ def test_bounded_step_shooting_of_the_models_bench_matches_central_differences(p
     plain = Shooting(blocks, X, X + 0.3, segments, 3)
     h = segments * 3
     assert np.array_equal(r, plain.system(np.concatenate([bound * np.tanh(x[:, :h]), x[:, h:]], axis=1))[0])
-    e = 1e-6
-    for j in range(shoot.unknowns):
-        dx = np.zeros_like(x)
-        dx[0, j] = e
-        fd = (shoot.system(x + dx)[0] - shoot.system(x - dx)[0]) / (2 * e)
-        assert np.abs(fd[0] - J[0, :, j]).max() <= 1e-6 * (1 + np.abs(J).max())
+    assert_central_differences(shoot, x, J)
 
 
 @settings(max_examples=10)
