@@ -17,6 +17,7 @@ from verify.rk4 import integrate_batch
 from verify.shooting import Shooting, population_lm, shooting_step
 
 from . import independent
+from .benchmarks.bench_models import BoundedSteps
 from .strategies import problems
 
 
@@ -125,8 +126,6 @@ def test_shooting_jacobian_matches_central_differences(p, segments, scheme):
 @given(problems(max_N=2, max_n=3, max_d=2), st.integers(1, 3), st.sampled_from([0.3, 1.0]))
 def test_bounded_step_shooting_of_the_models_bench_matches_central_differences(p, segments, bound):
     """``make models`` fits networks with steps bound * tanh(u); its Jacobian in u is the chain rule."""
-    from .benchmarks.bench_models import BoundedSteps
-
     blocks, X, _ = p
     shoot = BoundedSteps(blocks, X, X + 0.3, segments, 3, bound=bound)
     x = shoot.fresh(np.random.default_rng(0), 1.5, "path")[None]
