@@ -27,7 +27,7 @@ import numpy as np
 from verify.blocks import Block, gaussian_blocks
 from verify.solver import Settings, resolve, solve
 
-from .instances import rng
+from .instances import indexed_rng
 
 SHAPES = {4: (1, 2, 2), 8: (2, 2, 2), 18: (3, 3, 2), 32: (4, 4, 2), 64: (8, 4, 2), 128: (16, 4, 2)}
 PROFILES = {
@@ -41,7 +41,7 @@ DEPTHS = ("finite", "continuous")
 def instance(m: int, index: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, tuple[Block, Block]]:
     """Inputs X, targets Y (i.i.d. N(0, 1), shape SHAPES[m]) and the blocks of instance ``index``."""
     shape = SHAPES[m]
-    g = rng(seed, "reach", m, index)
+    g = indexed_rng(seed, index, "reach", m)
     X, Y = g.normal(size=shape), g.normal(size=shape)
     return X, Y, gaussian_blocks(int(g.integers(2**31)), shape[2])
 
