@@ -82,13 +82,13 @@ def test_reach_rows_are_deterministic_and_their_successes_replay():
     assert reach.measure(TINY, 3)[0] == rows  # a work budget, not a clock: the same rows again
 
 
-
 def test_reach_instances_past_nine_are_distinct_and_the_first_ten_keep_their_draws():
     # Indices 13, 22, 31 and 40 have equal digit sums, which rng's character-sum keys could not tell apart.
     inputs = [reach.instance(8, i, seed=5)[0] for i in (13, 22, 31, 40, 11, 20)]
     assert all(not np.array_equal(a, b) for k, a in enumerate(inputs) for b in inputs[k + 1:])
     legacy = np.random.default_rng([5, sum(map(ord, "reach")), sum(map(ord, "8")), sum(map(ord, "3"))])
     assert np.array_equal(reach.instance(8, 3, seed=5)[0], legacy.normal(size=reach.SHAPES[8]))
+
 
 @settings(max_examples=1)
 @given(seeds)
