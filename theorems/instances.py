@@ -45,8 +45,9 @@ def rng(seed: int, *key: object) -> np.random.Generator:
 def indexed_rng(seed: int, index: int, *key: object) -> np.random.Generator:
     """Draw ``index`` (a whole number >= 0) of the kind ``key``: ``rng(seed, *key, index)`` for
     indices 0-9, whose codes (48-57) are distinct, and from 10 on a part 10**6 + index, which
-    the character sums of the labels used here (a few thousand at most) do not reach.  With :func:`rng` alone draws 13, 22, 31 and 40 would
-    be one draw (their digits' codes all sum to 100), as would 11 and 20.
+    the character sums of the labels used here (a few thousand at most) do not reach.  With
+    :func:`rng` alone draws 13, 22, 31 and 40 would be one draw (their digits' codes all sum to
+    100), as would 11 and 20.
 
     >>> [float(indexed_rng(0, i, "demo").normal()) == float(rng(0, "demo", i).normal()) for i in (3, 13)]
     [True, False]
