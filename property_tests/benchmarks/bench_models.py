@@ -53,8 +53,12 @@ class BoundedSteps(Shooting):
 
     bound: float = 1.0
 
+    def step_sizes(self, U: np.ndarray) -> np.ndarray:
+        """The layers' step sizes bound * tanh(u) of the unknowns u."""
+        return self.bound * np.tanh(U)
+
     def _network(self, H, Z, sensitivities):
-        end, dH, dW = super()._network(self.bound * np.tanh(H), Z, sensitivities)
+        end, dH, dW = super()._network(self.step_sizes(H), Z, sensitivities)
         if sensitivities:
             dH = dH * (self.bound / np.cosh(H) ** 2)[:, None, :]
         return end, dH, dW
@@ -84,12 +88,12 @@ def fit(model: str, inst: int, start: int) -> dict:
         x, info = levenberg_marquardt(system, x0, tol=SEARCH_TOL, max_iter=JACOBIANS,
                                       residual_only=lambda z: sh.system(z[None])[0][0])
     h = x[: sh.segments * sh.steps]
-    h = sh.bound * np.tanh(h) if isinstance(sh, BoundedSteps) else h
+    h = sh.step_sizes(h) if isinstance(sh, BoundedSteps) else h
     row = {"instance": inst, "start": start, "reached": bool(info["residual"] <= SEARCH_TOL),
            "jacobians": info["jacobians"], "max_residual": float(f"{info['residual']:.2e}"),
            "max_step": round(float(np.abs(h).max()), 2)}
     # the fitted member read as a control of flows, RK4 with AS_FLOW_SUBSTEPS steps per control step
-    as_flow = replace(Shooting(blocks, X, Y, sh.segments, sh.steps), scheme="rk4", substeps=AS_FLOW_SUBSTEPS)
+    as_flow = Shooting(blocks, X, Y, sh.segments, sh.steps, AS_FLOW_SUBSTEPS, "rk4")
     with np.errstate(all="ignore"):
         r = as_flow.system(np.concatenate([h, x[len(h):]])[None])[0][0]
     row["as_flow_max_residual"] = float(f"{np.abs(r).max():.2e}")
