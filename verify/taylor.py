@@ -5,9 +5,14 @@ whose coefficients follow from the field's structure by the classical recurrence
 automatic Taylor arithmetic (exact up to rounding; no finite differences):
 
     L_k = beta sum_{j<=k} (X_j Q^T)(X_{k-j} K^T)^T                  logits
-    E_0 = exp(L_0 - c),  E_k = (1/k) sum_{j=1..k} j L_j E_{k-j}        exp (c: row maxima)
+    E_0 = exp(L_0 - c),  E_k = (1/k) sum_{j=1..k} j L~_j E_{k-j}       exp (c: row maxima)
     S_k = sum_cols E_k,  P_k = (E_k - sum_{j=1..k} S_j P_{k-j}) / S_0   softmax
     F_k = sum_{j<=k} P_j (X_{k-j} V^T),       X_{k+1} = F_k / (k + 1).
+
+with L~_k = L_k - <P_0, L_k> row by row (k >= 1): softmax ignores a shift of each row by any
+function of t, and without the centring the exp series grows with the rows' common motion
+(a float64 or split series at |x| ~ 10 then loses digits to cancellation in P_k; seen at 8 of
+30 digits).
 
 Under a causal mask E_0 vanishes on the excluded entries, and by the recurrence so does every
 E_k, so masking needs no further care.
@@ -34,8 +39,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .attention import block_arrays, shifted_exp
-from .backend import namespace_of
+from .backend import namespace, namespace_of
 from .blocks import Block
 
 
@@ -64,18 +71,30 @@ class _Series(dict):
         self[name][k, ...] = value
         return value
 
+    def rounded(self, K: int) -> _Series:
+        """A float64 NumPy copy holding orders 0..K (the rest zero), to continue the series in."""
+        out = _Series(namespace("numpy"), self.size)
+        for name, a in self.items():
+            out[name] = np.zeros(a.shape)
+            out[name][: K + 1, ...] = a[: K + 1, ...].astype(float)
+        return out
+
 
 def coefficients(
-    block: Block, X: Any, order: int, U: Any | None = None
+    block: Block, X: Any, order: int, U: Any | None = None, exact_orders: int | None = None
 ) -> tuple[list[Any], list[Any] | None]:
     """Taylor coefficients X_0..X_order of the trajectory through X (shape (..., n, d)).
 
     With a batch of directions ``U`` (shape (r, ..., n, d)), also the coefficients of the
     tangent trajectories, each of shape (r, ..., n, d); otherwise the second item is None.
+
+    ``exact_orders = K`` (high precision only) computes the coefficients of orders up to K in
+    the namespace of X and the rest in float64 NumPy, from float64 roundings of the lower ones
+    (a split series; see :func:`verify.flow.flow`, which picks K so that the float64 tail of
+    every step it takes is far below its rounding unit).  The coefficients above K are then
+    float64 arrays.
     """
     xp = namespace_of(X)
-    Qt, Kt, Vt = block_arrays(block, xp, X)
-    beta = block.beta
     tan = U is not None
     if tan:
         X = xp.expand_dims(X, axis=0)
@@ -84,12 +103,36 @@ def coefficients(
     s.put("X", 0, X)
     if tan:
         s.put("dX", 0, U)
-    for k in range(order):
+    K = order if exact_orders is None else max(1, min(exact_orders, order))
+    _recur(s, block, 0, K, tan)
+    tail = s
+    if K < order:
+        tail = s.rounded(K)
+        _recur(tail, block, K, order, tan)
+
+    def series(name: str) -> list[Any]:
+        return [(s if k <= K else tail)[name][k, ...] for k in range(order + 1)]
+
+    if tan:
+        return [x[0, ...] for x in series("X")], series("dX")
+    return series("X"), None
+
+
+def _recur(s: _Series, block: Block, start: int, stop: int, tan: bool) -> None:
+    """The recurrences for orders start..stop - 1, giving X_{start+1}..X_stop (and dX), in the
+    namespace of ``s``."""
+    xp = s.xp
+    Qt, Kt, Vt = block_arrays(block, xp, s["X"])
+    beta = block.beta
+    for k in range(start, stop):
         Xk = s["X"][k, ...]
         s.put("QX", k, xp.matmul(Xk, Qt))
         s.put("KXt", k, xp.matrix_transpose(xp.matmul(Xk, Kt)))
         s.put("VX", k, xp.matmul(Xk, Vt))
-        L = s.put("L", k, beta * _cauchy(xp, s["QX"], s["KXt"], k))
+        L = beta * _cauchy(xp, s["QX"], s["KXt"], k)
+        if k:  # centred: each row less its P_0-weighted mean (softmax ignores row shifts)
+            L = L - xp.sum(s["P"][0, ...] * L, axis=-1, keepdims=True)
+        s.put("L", k, L)
         s.put("jL", k, k * L)
         E = s.put("E", k, shifted_exp(xp, L, block.causal) if k == 0 else _products(xp, s["jL"], s["E"], k) / k)
         s.put("S", k, xp.sum(E, axis=-1, keepdims=True))
@@ -112,10 +155,6 @@ def coefficients(
         rest = (_products(xp, s["dS"], s["P"], k) + _products(xp, s["S"], s["dP"], k)) if k else 0
         s.put("dP", k, (dE - rest - s["dS"][0, ...] * P) / S0)
         s.put("dX", k + 1, (_cauchy(xp, s["dP"], s["VX"], k) + _cauchy(xp, s["P"], s["dVX"], k)) / (k + 1))
-    Xs = [s["X"][k, ...] for k in range(order + 1)]
-    if tan:
-        return [x[0, ...] for x in Xs], [s["dX"][k, ...] for k in range(order + 1)]
-    return Xs, None
 
 
 def evaluate(coeffs: list[Any], h: Any) -> Any:
