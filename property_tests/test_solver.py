@@ -26,6 +26,7 @@ from verify.shape_speed import minimal_duration
 from verify.shooting import Shooting
 from verify.solver import (
     DEPTH_DEFAULTS,
+    FLOW_DPS,
     HIGH_DPS,
     LOSSES,
     MAX_DPS,
@@ -344,17 +345,18 @@ def test_network_beyond_30_digits_gets_the_digits_it_needs():
     assert ours["passed"] and not at30["passed"] and at30["integration_error_estimate"] > Settings().tolerance
 
 
-@given(gain=st.floats(1.0, 1e300) | st.just(math.inf), tol=st.floats(1e-16, 1e-4))
-def test_high_digits_leave_the_rounding_far_below_tolerance(gain, tol):
-    """At high_digits(gain, tol) digits the amplified rounding gain * 10^-dps is at most
-    1e-7 * tol (1e-3 and 4 digits to spare), never fewer than HIGH_DPS digits are used, and
+@given(gain=st.floats(1.0, 1e300) | st.just(math.inf), tol=st.floats(1e-16, 1e-4),
+       floor=st.sampled_from([HIGH_DPS, FLOW_DPS]))
+def test_high_digits_leave_the_rounding_far_below_tolerance(gain, tol, floor):
+    """At high_digits(gain, tol, floor) digits the amplified rounding gain * 10^-dps is at most
+    1e-7 * tol (1e-3 and 4 digits to spare), never fewer than ``floor`` digits are used, and
     None (no refinement) comes back exactly when that would take more than MAX_DPS digits or
     the gain overflowed (a network's propagated rounding can)."""
-    dps = high_digits(gain, tol)
+    dps = high_digits(gain, tol, floor)
     if dps is None:
         assert not math.isfinite(gain) or gain * 10.0**-MAX_DPS > 1e-7 * tol * (1 - 1e-9)
     else:
-        assert HIGH_DPS <= dps <= MAX_DPS and gain * 10.0**-dps <= 1e-7 * tol * (1 + 1e-9)
+        assert floor <= dps <= MAX_DPS and gain * 10.0**-dps <= 1e-7 * tol * (1 + 1e-9)
 
 
 def test_causal_compatible_data_are_solved():
