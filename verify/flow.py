@@ -148,11 +148,11 @@ def _flow(blocks, control, X, tol, unit, sensitivities, max_steps, deadline) -> 
     basis = basis_directions(xp, n, d, X) if sensitivities else None
     estimate, count = 0.0, 0
     step_jacobians, end_fields = [], []
-    hp = is_mp(xp)
+    hp = is_mp(xp) and xp.element != "arb"  # balls keep every order: a float64 tail has no radius
     exact = p  # orders computed in the working precision (high precision: chosen step by step)
     for b, tau in control:
         T = basis
-        tau = xp.asarray(tau)[()] if hp else float(tau)
+        tau = xp.asarray(tau)[()] if is_mp(xp) else float(tau)
         sign = 1 if tau >= 0 else -1
         left = abs(tau)  # exact in the working precision: every step taken is subtracted
         while left > 0:
