@@ -104,7 +104,7 @@ def split_order(norms: list[float], h: float, unit: float) -> tuple[int, float]:
     each carries a relative error of a few units of 2^-52 per order of the recurrence; K is
     the smallest order with 2^-52 p sum_{k>K} |X_k| h^k <= ``unit`` (the working precision's
     rounding of the state), and the second value is that sum times 2^-52 p.  The terms fall
-    like exp(-2k) at the chosen steps, so at 30 digits K is about 17 of 35 orders, and the
+    like exp(-2k) at the chosen steps, so at 30 digits K is about 16 of 34 orders, and the
     high-precision work, quadratic in the orders, falls about fourfold.
 
     >>> K, tail = split_order([1.0] + [10.0 ** -k for k in range(1, 31)], 1.0, 1e-30)

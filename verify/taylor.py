@@ -11,8 +11,8 @@ automatic Taylor arithmetic (exact up to rounding; no finite differences):
 
 with L~_k = L_k - <P_0, L_k> row by row (k >= 1): softmax ignores a shift of each row by any
 function of t, and without the centring the exp series grows with the rows' common motion
-(a float64 or split series at |x| ~ 10 then loses digits to cancellation in P_k; seen at 8 of
-30 digits).
+and cancels in P_k (where tokens reach |x| ~ 10, a 30-digit flow whose high orders are taken
+in float64 lost up to 8 digits that way; float64 flows lost about one).
 
 Under a causal mask E_0 vanishes on the excluded entries, and by the recurrence so does every
 E_k, so masking needs no further care.

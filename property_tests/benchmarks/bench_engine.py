@@ -6,6 +6,9 @@
 * sensitivities (duration Jacobian and initial-data Jacobians): Taylor tangents vs DOP853 on
   the variational equations (baseline);
 * one high-precision flow at 30 digits with MPFR elements vs mpmath.mpf elements (baseline);
+* a 30-digit flow of 20 steps at m = 18 with split Taylor series (the default: the orders
+  whose terms matter at 30 digits in precision, the rest in float64) vs every order at 30
+  digits (baseline);
 * the solver's inner loop, m = 8 and 32: step and initial-data Jacobians of 16 networks of 10 m
   layers at once (``apply_batch``, closed-form attention Jacobians) vs the generic per-network
   ``apply`` for one network (baseline): the ratio is the cost of 16 starts in units of one.
@@ -17,6 +20,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
+from verify import flow as flow_module
 from verify.attention import field, jacobian, jvp
 from verify.backend import namespace, precision
 from verify.blocks import gaussian_blocks
@@ -110,6 +114,16 @@ def test_high_precision_flow_30_digits(benchmark, element):
             return flow(blocks, CONTROL, namespace(element).asarray(X), tol=1e-27)
 
     benchmark.pedantic(run, rounds=2, iterations=1)
+
+
+@pytest.mark.parametrize("series", ["split", "baseline-every-order"])
+def test_high_precision_flow_split_series(benchmark, monkeypatch, series):
+    blocks, X = instance(18)
+    control = [(k % 2, float(t)) for k, t in enumerate(np.random.default_rng(0).uniform(-0.5, 0.5, 20))]
+    if series != "split":
+        monkeypatch.setattr(flow_module, "split_order", lambda norms, h, unit: (len(norms) - 1, 0.0))
+    benchmark.group = "30-digit flow m=18, 20 steps (split series vs every order at 30 digits)"
+    benchmark.pedantic(flow, (blocks, control, X), {"dps": 30}, rounds=2, iterations=1)
 
 
 def solver_networks(m, starts):
