@@ -223,3 +223,25 @@ def test_split_series_keeps_the_working_precision_at_large_logits(seed, scale):
     control = [(0, 0.3), (1, -0.2)]
     hp, ref = flow(blocks, control, X, dps=30), flow(blocks, control, X, dps=50)
     assert np.abs((hp.end - ref.end).astype(float)).max() <= SAFETY * hp.error_estimate
+
+
+def test_split_coefficients_keep_the_low_orders_and_round_the_high_ones():
+    """``coefficients(..., exact_orders=K)``: orders up to K exactly as in the unsplit series, the
+    higher ones (state and tangents) float64 arrays within float64 accuracy of the unsplit ones."""
+    from verify.backend import namespace
+    from verify.taylor import coefficients
+
+    block = gaussian_blocks(1, 2)[0]
+    X = np.random.default_rng(4).normal(size=(2, 3, 2))
+    U = np.random.default_rng(5).normal(size=(3, 2, 3, 2))
+    with precision(30):
+        xp = namespace("mpmath")
+        full, dfull = coefficients(block, xp.asarray(X), 16, xp.asarray(U))
+        split, dsplit = coefficients(block, xp.asarray(X), 16, xp.asarray(U), exact_orders=6)
+    for k in range(17):
+        for a, b in ((split[k], full[k]), (dsplit[k], dfull[k])):
+            if k <= 6:
+                assert a.dtype == object and np.array_equal(a, b)
+            else:
+                assert a.dtype == np.float64
+                assert np.abs(a - b.astype(float)).max() <= 1e-13 * np.abs(b.astype(float)).max()
