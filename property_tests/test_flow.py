@@ -11,10 +11,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from verify.backend import precision, to_mpmath, to_numpy
+from verify.backend import namespace, precision, to_mpmath, to_numpy
 from verify.blocks import gaussian_blocks
 from verify.errors import InputError, IntegrationError
 from verify.flow import flow
+from verify.taylor import coefficients
 
 from . import independent
 from .strategies import problems
@@ -165,8 +166,6 @@ def test_array_api_strict_flow_and_sensitivities(p):
 def test_pure_mpmath_elements_agree_with_mpfr():
     blocks = gaussian_blocks(1, 2)
     X = np.random.default_rng(2).normal(size=(1, 2, 2))
-    from verify.backend import namespace
-
     with precision(30):
         pure = flow(blocks, [(0, 0.3)], namespace("mpmath-pure").asarray(X), tol=1e-27)
         fast = flow(blocks, [(0, 0.3)], namespace("mpmath").asarray(X), tol=1e-27)
@@ -228,9 +227,6 @@ def test_split_series_keeps_the_working_precision_at_large_logits(seed, scale):
 def test_split_coefficients_keep_the_low_orders_and_round_the_high_ones():
     """``coefficients(..., exact_orders=K)``: orders up to K exactly as in the unsplit series, the
     higher ones (state and tangents) float64 arrays within float64 accuracy of the unsplit ones."""
-    from verify.backend import namespace
-    from verify.taylor import coefficients
-
     block = gaussian_blocks(1, 2)[0]
     X = np.random.default_rng(4).normal(size=(2, 3, 2))
     U = np.random.default_rng(5).normal(size=(3, 2, 3, 2))
