@@ -1,6 +1,7 @@
 """The shape speed: the exact two-token shape equation, the bound it gives, and the first-order
 rate for more tokens, each against the attention field itself; the minimal duration against
-flows of random controls, and its sharpness for two close tokens."""
+flows of random controls and the minimal total step against random networks, and their
+sharpness for two close tokens."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from hypothesis import strategies as st
 
 from verify.attention import field
 from verify.flow import flow
-from verify.shape_speed import diameters, minimal_duration, shape_speeds
+from verify.network import apply
+from verify.shape_speed import diameters, minimal_duration, minimal_step_total, shape_speeds
 
 from .strategies import blocks, collections, controls
 
@@ -94,3 +96,41 @@ def test_minimal_duration_of_coincident_tokens_and_causal_blocks():
     assert minimal_duration(blocks, np.zeros((1, 1, 2)), np.ones((1, 1, 2))) == 0.0
     with pytest.raises(ValueError, match="full attention"):
         minimal_duration(gaussian_blocks(1, 2, causal=True), apart, apart)
+
+
+@given(st.integers(1, 3).flatmap(lambda d: st.tuples(collections((2, 3, d)), blocks(d, causal=False),
+                                                     controls(max_len=4, max_abs=4.0))))
+def test_no_network_has_a_smaller_total_step_than_the_bound(case):
+    """One layer lowers D^-2 by at most |h| max(c_0, c_1) / 2 (``minimal_step_total``), large
+    steps included: no network's total |step| is below the bound on what it expanded."""
+    X, pair, network = case
+    assume(diameters(X).min() > 1e-3)
+    with np.errstate(all="ignore"):
+        Z = apply(pair, network, X).end
+    assume(np.all(np.isfinite(Z)) and np.abs(Z).max() < 1e6)
+    total = sum(abs(h) for _, h in network)
+    assert minimal_step_total(pair, X, Z) <= total * (1 + 1e-9) + 1e-9
+
+
+def test_minimal_step_total_is_sharp_for_small_steps_and_void_for_contraction():
+    """d = 1, two tokens at +-delta/2 (as for the minimal duration): 1000 layers of step t/1000
+    expand the pair with D^-2 falling at nearly the bound's rate c / 2, so the bound is within
+    1 % of t.  One layer with step h = -0.99 / (v g), g = tanh(M D^2 / 4), contracts D = 1 to
+    D = 0.01 exactly (D' = (1 + h v g) D): far faster than any flow could (minimal duration
+    above 100 |h|), and the network bound is 0, as it must be."""
+    from verify.blocks import Block, gaussian_blocks
+
+    block = Block(np.array([[1.3]]), np.array([[0.8]]), np.array([[0.9]]))
+    X = np.array([[[-0.025], [0.025]]])
+    for t in (1.0, 3.0):
+        Z = apply([block], [(0, t / 1000)] * 1000, X).end
+        assert 0.99 * t <= minimal_step_total([block], X, Z) <= t * (1 + 1e-9)
+    wide = np.array([[[-0.5], [0.5]]])
+    g = np.tanh(_M(block)[0, 0] / 4)
+    h = -0.99 / (block.V[0, 0] * g)
+    Z = apply([block], [(0, h)], wide).end
+    assert np.isclose(diameters(Z)[0], 0.01, rtol=1e-9)
+    assert minimal_duration([block], wide, Z) > 100 * abs(h)
+    assert minimal_step_total([block], wide, Z) == 0.0
+    with pytest.raises(ValueError, match="minimal_step_total assumes full attention"):
+        minimal_step_total(gaussian_blocks(1, 1, causal=True), wide, wide)
