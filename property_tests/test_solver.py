@@ -22,7 +22,7 @@ from verify.invariants import check_admissible
 from verify.network import apply
 from verify.newton import levenberg_marquardt
 from verify.rk4 import integrate_batch
-from verify.shape_speed import minimal_duration
+from verify.shape_speed import minimal_duration, minimal_step_total
 from verify.shooting import Shooting
 from verify.solver import (
     DEPTH_DEFAULTS,
@@ -393,8 +393,10 @@ def test_interpolate_cli(tmp_path):
 
 def test_interpolate_reports_not_found(tmp_path):
     """A budget that ends before the first step (0.5 s, the budget this test used to give, now
-    solves this instance)."""
+    solves this instance); the message gives the total |step| that every network needs."""
     X, Y = _pair(5, (2, 2, 2))
     r = run("interpolate", "--inputs", str(save_npy(tmp_path, "x.npy", X)), "--targets",
             str(save_npy(tmp_path, "y.npy", Y)), "--seed", "1", "--depth", "finite", "--time-budget", "0.001", "--quiet")
     assert r.returncode == 1 and "not found within" in r.stdout
+    bound = minimal_step_total(gaussian_blocks(1, 2), X, Y)
+    assert f"every network from the inputs to the targets has total |step| at least {bound:.3g}" in r.stdout

@@ -7,9 +7,10 @@ blocks drawn with them) for m = N n d in ``REACH_SIZES`` (default 8,18,32,64,128
 method) one benchmark round runs every instance and stores in ``extra_info``: success rate,
 median and longest time, the unsolved instances' indices, the fits each instance lost in the
 solver's finish (by stage), the slowest shape speed of each instance
-(:func:`verify.shape_speed.slowest`) and, in continuous depth, the total duration that
-any control needs (:func:`verify.shape_speed.minimal_duration`) beside that of the returned
-controls, median depth, worst replay error of the successes, and how many of the returned
+(:func:`verify.shape_speed.slowest`), the total duration that any control needs
+(:func:`verify.shape_speed.minimal_duration`) or the total |step| that any network needs
+(:func:`verify.shape_speed.minimal_step_total`) beside that of the returned controls or
+networks, median depth, worst replay error of the successes, and how many of the returned
 witnesses replay within their tolerance under the independent implementation
 (``property_tests/independent.py``: explicit loops; networks at the witness's precision, flows
 at 30 digits by Gragg-Bulirsch-Stoer extrapolation; its replay time is not part of the measured
@@ -30,7 +31,7 @@ import pytest
 
 from property_tests import independent
 from theorems.reach import instance
-from verify.shape_speed import minimal_duration, slowest
+from verify.shape_speed import minimal_duration, minimal_step_total, slowest
 from verify.solver import Settings, Solution, solve
 
 SIZES = [int(s) for s in os.environ.get("REACH_SIZES", "8,18,32,64,128").split(",")]
@@ -83,7 +84,11 @@ def summary(m: int, depth: str, method: str, results: list[Run]) -> dict:
         "lost_in_finish": [r.sol.lost for r in results],
         # the smallest shape speed of each instance's input and target sequences (verify.shape_speed)
         "slowest_shape_speeds": [round(slowest(r.blocks, r.X, r.Y)[0], 4) for r in results],
-        **({} if depth == "finite" else {
+        **({
+            # a lower bound on the total |step| of any network from X to Y, and that of each returned network
+            "minimal_step_totals": [round(minimal_step_total(r.blocks, r.X, r.Y), 2) for r in results],
+            "step_totals": [round(r.sol.total_duration, 2) if r.sol.success else None for r in results]}
+           if depth == "finite" else {
             # a lower bound on the total |duration| of any control from X to Y, and that of each returned control
             "minimal_durations": [round(minimal_duration(r.blocks, r.X, r.Y), 2) for r in results],
             "total_durations": [round(r.sol.total_duration, 2) if r.sol.success else None for r in results]}),
