@@ -86,7 +86,7 @@ def test_minimal_duration_is_sharp_for_two_close_tokens():
         assert 0.999 * abs(t) <= minimal_duration([block], X, Z) <= abs(t) * (1 + 1e-9)
 
 
-def test_minimal_duration_of_coincident_tokens_and_causal_blocks():
+def test_diameter_bounds_of_coincident_tokens_and_causal_blocks():
     from verify.blocks import gaussian_blocks
 
     blocks = gaussian_blocks(1, 2)
@@ -94,6 +94,9 @@ def test_minimal_duration_of_coincident_tokens_and_causal_blocks():
     assert minimal_duration(blocks, apart, together) == np.inf
     assert minimal_duration(blocks, together, together) == 0.0
     assert minimal_duration(blocks, np.zeros((1, 1, 2)), np.ones((1, 1, 2))) == 0.0
+    assert minimal_step_total(blocks, together, apart) == np.inf  # a layer keeps coincident tokens together
+    assert minimal_step_total(blocks, apart, together) == 0.0  # merging them is contraction: no bound
+    assert minimal_step_total(blocks, together, together) == 0.0
     with pytest.raises(ValueError, match="full attention"):
         minimal_duration(gaussian_blocks(1, 2, causal=True), apart, apart)
 

@@ -116,8 +116,8 @@ def minimal_step_total(blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray) ->
     a network lowers D^-2 by at most c / 2 per unit of |h|, as a flow does per unit of time.  A
     slow input sequence therefore needs long networks as much as long controls.
     The other direction has no bound: D' >= D (1 - x) reaches 0 in one layer with x = 1, so a
-    single large step can contract a sequence at once (on the fresh seeds 37-43 at m <= 18 the
-    solver reached 3 of 3 instances with a slow target sequence, 2 of 9 with a slow input one).
+    single large step can contract a sequence at once (the README's "Solver reach" measures
+    what this asymmetry does to the solver).
     Computed in float64, an estimate of the bound for diagnostics, like :func:`minimal_duration`.
 
     >>> import numpy as np
