@@ -519,10 +519,12 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         msg = (f"{why}; best max |residual| of the {S}-segment fit = {rec.best:.2e}; the slowest sequence, {where} "
                f"{index}, has shape speed {speed:.2g} (verify.shape_speed: a slow sequence needs a long control to "
                "change its shape)")
-        if not any(b.causal for b in blocks):
-            msg += (f"; every network from the inputs to the targets has total |step| at least "
-                    f"{minimal_step_total(blocks, X, Y):.3g}" if finite else
-                    f"; every control from the inputs to the targets lasts at least {minimal_duration(blocks, X, Y):.3g}")
+        if not any(b.causal for b in blocks):  # the diameter bounds assume full attention
+            if finite:
+                bound = minimal_step_total(blocks, X, Y)
+                msg += f"; every network from the inputs to the targets has total |step| at least {bound:.3g}"
+            else:
+                msg += f"; every control from the inputs to the targets lasts at least {minimal_duration(blocks, X, Y):.3g}"
         if lost:
             msg += (f"; {lost.total()} fit(s) reached {search_tol:.0e} and were lost in the finish: "
                     + ", ".join(f"{c} {LOSSES[k]}" for k, c in lost.most_common()))

@@ -74,6 +74,8 @@ def summary(m: int, depth: str, method: str, results: list[Run]) -> dict:
     tolerance = Settings().tolerance
     wins = [r for r in results if r.sol.success]
     theirs = [_independent_error(r.blocks, r.X, r.Y, r.sol.steps, r.sol.dps, depth) for r in wins]
+    bound, bound_key, total_key = ((minimal_step_total, "minimal_step_totals", "step_totals") if depth == "finite"
+                                   else (minimal_duration, "minimal_durations", "total_durations"))
     return {
         "m": m, "depth": depth, "method": method, "seed": SEED, "instances": INSTANCES, "budget_s": BUDGET,
         "success_rate": len(wins) / INSTANCES,
@@ -84,14 +86,10 @@ def summary(m: int, depth: str, method: str, results: list[Run]) -> dict:
         "lost_in_finish": [r.sol.lost for r in results],
         # the smallest shape speed of each instance's input and target sequences (verify.shape_speed)
         "slowest_shape_speeds": [round(slowest(r.blocks, r.X, r.Y)[0], 4) for r in results],
-        **({
-            # a lower bound on the total |step| of any network from X to Y, and that of each returned network
-            "minimal_step_totals": [round(minimal_step_total(r.blocks, r.X, r.Y), 2) for r in results],
-            "step_totals": [round(r.sol.total_duration, 2) if r.sol.success else None for r in results]}
-           if depth == "finite" else {
-            # a lower bound on the total |duration| of any control from X to Y, and that of each returned control
-            "minimal_durations": [round(minimal_duration(r.blocks, r.X, r.Y), 2) for r in results],
-            "total_durations": [round(r.sol.total_duration, 2) if r.sol.success else None for r in results]}),
+        # a lower bound on the total |step| of any network (finite) or |duration| of any control
+        # (continuous) from X to Y, and that of each returned network or control
+        bound_key: [round(bound(r.blocks, r.X, r.Y), 2) for r in results],
+        total_key: [round(r.sol.total_duration, 2) if r.sol.success else None for r in results],
         "median_depth": statistics.median(r.sol.depth for r in wins) if wins else None,
         "worst_replay_error": max(r.sol.error for r in wins) if wins else None,
         "independent_within_tolerance": sum(e <= tolerance for e in theirs),
