@@ -11,6 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from verify.attention import field
+from verify.blocks import Block, gaussian_blocks
 from verify.flow import flow
 from verify.network import apply
 from verify.shape_speed import diameters, minimal_duration, minimal_step_total, shape_speeds
@@ -46,8 +47,6 @@ def test_first_order_rate_of_more_tokens():
     """Any n, tokens scaled by eps: the differences move by V C M^T (x_i - x_k) up to O(eps^2)
     relative error, C the sequence's covariance; its norm is at most the shape speed's factor
     ||V|| ||M|| ||C||."""
-    from verify.blocks import gaussian_blocks
-
     b = gaussian_blocks(4, 3)[0]
     X = np.random.default_rng(0).normal(size=(1, 5, 3))
     for eps in (1e-1, 1e-2):
@@ -77,8 +76,6 @@ def test_minimal_duration_is_sharp_for_two_close_tokens():
     """d = 1, two tokens at +-delta/2: g = tanh(M delta^2 / 4) ~ M delta^2 / 4 and the mean
     stays at 0, so D^-2 changes at the bound's rate c / 2 up to O(delta^4): the bound is
     within 0.1 % of the duration (a constant 0.1 % larger would exceed it)."""
-    from verify.blocks import Block
-
     block = Block(np.array([[1.3]]), np.array([[0.8]]), np.array([[0.9]]))
     X = np.array([[[-0.025], [0.025]]])
     for t in (1.0, -1.0, 3.0):
@@ -87,8 +84,6 @@ def test_minimal_duration_is_sharp_for_two_close_tokens():
 
 
 def test_diameter_bounds_of_coincident_tokens_and_causal_blocks():
-    from verify.blocks import gaussian_blocks
-
     blocks = gaussian_blocks(1, 2)
     apart, together = np.array([[[0.0, 0.0], [1.0, 0.0]]]), np.zeros((1, 2, 2))
     assert minimal_duration(blocks, apart, together) == np.inf
@@ -121,8 +116,6 @@ def test_minimal_step_total_is_sharp_for_small_steps_and_void_for_contraction():
     1 % of t.  One layer with step h = -0.99 / (v g), g = tanh(M D^2 / 4), contracts D = 1 to
     D = 0.01 exactly (D' = (1 + h v g) D): far faster than any flow could (minimal duration
     above 100 |h|), and the network bound is 0, as it must be."""
-    from verify.blocks import Block, gaussian_blocks
-
     block = Block(np.array([[1.3]]), np.array([[0.8]]), np.array([[0.9]]))
     X = np.array([[[-0.025], [0.025]]])
     for t in (1.0, 3.0):
