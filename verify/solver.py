@@ -10,7 +10,7 @@ invariant forbids:
   fitted by a ``population`` of Levenberg-Marquardt starts in lock step (minimum-norm
   steps; step sizes uniform in [-scale, scale] from ``default_rng([seed, start])``, and the
   intermediate states on the straight path from X to Y, ``states="path"``; with
-  ``states="mixed"``, the finite default, every other start instead has step sizes in
+  ``states="mixed"``, the default in both depths, every other start instead has step sizes in
   [-image_scale, image_scale] and the images of its segments as states, ``"images"``); a start
   that has used ``max_iter`` Jacobians (or, with ``patience``, stopped halving its residual) is
   replaced by the next one, until ``max_starts`` or ``time_budget`` runs out.
@@ -25,8 +25,8 @@ invariant forbids:
   and replays there.
   Continuous depth fits an RK4 surrogate of the flows (:mod:`verify.rk4`, ``substeps`` RK4
   steps per control step) to 1e-3, refits on RK4 steps of half, a quarter and an eighth the
-  size (Gauss-Newton, to 1e-8), then takes chord steps on the exact flows of the segments
-  (exact Taylor residuals, RK4 Jacobians) and, after chaining, on the whole control (RK4
+  size (the same Levenberg-Marquardt steps on that one member, to 1e-8), then takes chord
+  steps on the exact flows of the segments (exact Taylor residuals, RK4 Jacobians) and, after chaining, on the whole control (RK4
   Jacobians with ``WHOLE_SUBSTEPS`` steps per control step).  The control is then replayed at
   ``FLOW_DPS`` digits: unless its error there plus twice the drift of its float64 replay from
   that one is within tolerance (long controls amplify rounding as long networks do), it is
@@ -140,9 +140,10 @@ class Settings:
 # A longer network costs more per Jacobian, so finite depth takes the middle, 6 m layers in
 # segments of 12 (on the reach instances, seed 0, 60 s: 4 m, 6 m and 8 m layers solved 7, 7
 # and 8 of 10 at m = 18; 4 m and 6 m 7 of 10 at m = 32).  Continuous depth keeps 10 m steps,
-# now in segments of 12 steps too: 4 of 8 seed 11 m = 8 instances in 30 s as with 2 segments,
-# but in seconds instead of tens of seconds, and the first m = 18 solve (1 of 4 seed 11
-# instances, where 2 or 3 segments solved none); 5 of 10 reach instances at m = 8 as before.
+# at first in segments of 12 steps too (of 6 since, below): 4 of 8 seed 11 m = 8 instances in
+# 30 s as with 2 segments, but in seconds instead of tens of seconds, and the first m = 18
+# solve (1 of 4 seed 11 instances, where 2 or 3 segments solved none); 5 of 10 reach instances
+# at m = 8 as before.
 # With geodesic acceleration a finite start converges in fewer Jacobians, and 8 starts in lock
 # step instead of 16 give each twice the iterations within the budget: at m = 32 (60 s, seed 11
 # instances 0-5 and seed 12 instances 0-5) the same 8 of 12 solved, in 4-23 s against 10-46 s.
@@ -163,6 +164,12 @@ class Settings:
 # same), and the short search's solves came within 19 s of 60, the long one's within 34 s.
 # Slow sequences (:mod:`verify.shape_speed`) need long controls to change shape; the one-step
 # surrogate is an artefact at such durations, two RK4 steps are near the flow.
+# Continuous depth now takes segments of 6 steps and mixed starts, as finite depth does, with
+# the refit by the search's own steps (REFINE_JACOBIANS).  At m = 8 (60 s) it solved 12 of 20
+# design instances (seeds 11 and 12) against 11 with segments of 12, path starts and the
+# Gauss-Newton refit (10 and 11 with only the refit or only the shape changed), and 13 of 20 on
+# the fresh seeds 54 and 55 against 12, with median times of 14 and 4.6 s against 33 and 6.7 s:
+# no worse, and faster, but a gain in reach within the noise (README).
 CONTINUOUS_PHASES = ({"share": 1 / 3}, {"share": 2 / 3, "scale": 2.0, "substeps": 2})
 PHASE_KEYS = {"share", "scale", "image_scale", "states", "substeps"}
 STATES = (*START_STATES, "mixed")  # Settings.states (and a phase's "states")
@@ -178,15 +185,20 @@ def _valid_phase(phase: dict) -> bool:
 DEPTH_DEFAULTS = {
     "finite": {"steps_per_dim": 6, "segment_steps": 6, "max_iter": 1000, "population": 8, "states": "mixed",
                "directions": ("forward",), "phases": ({"share": 1.0},)},
-    "continuous": {"steps_per_dim": 10, "segment_steps": 12, "max_iter": 300, "population": 16, "states": "path",
+    "continuous": {"steps_per_dim": 10, "segment_steps": 6, "max_iter": 300, "population": 16, "states": "mixed",
                    "directions": ("forward", "backward"), "phases": CONTINUOUS_PHASES},
 }
 
-# Continuous depth: Jacobians per refit of the RK4 surrogate on halved steps.  30 lost a seed 11
-# m = 8 instance whose refit needed 31; with 60 it solved 4 of 8 instances in 30 s, against 3.
-# (A homotopy between the two step sizes did worse, 3 of 8: where one refit fails, the coarse
-# surrogate's solution is mostly an artefact of its steps, and tracking it costs the budget.)
-REFINE_JACOBIANS = 60
+# Continuous depth: Jacobians per refit of the RK4 surrogate on halved steps.  The refit is the
+# search's own Levenberg-Marquardt step with geodesic acceleration, on the one member: of 8
+# surrogate fits (1e-3) that the refit before (Gauss-Newton, then damped steps, 60 Jacobians)
+# lost on seed 12 m = 8 instances 6 and 8 (4 of them in a variant, not adopted, that capped
+# the RK4 step at 1), whose residuals on the halved steps were 6e-3 to 23
+# (the fits largely artefacts of their steps), it took 5 to 1e-8 within 150 Jacobians (21 to
+# 118) and a sixth in 184, where the refit before reached 1e-8 on 2 even with 300.
+# (A homotopy between the two step sizes did worse than one refit, 3 of 8 seed 11 instances
+# solved against 4: tracking the artefact costs the budget.)
+REFINE_JACOBIANS = 150
 
 # Continuous depth: RK4 steps per control step in the Jacobian of the chord steps on the whole
 # control.  Its error limits what each chord step gains: on seed 12 m = 8 instance 0 the chaining
@@ -386,8 +398,9 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         return net, err, dps
 
     def finish_continuous(sh: Shooting, x, reverse: bool):
-        """RK4 surrogate solved to 1e-3: Gauss-Newton on RK4 steps of half, a quarter and an
-        eighth the size to 1e-8; chord steps on the exact flows of the segments (exact Taylor
+        """RK4 surrogate solved to 1e-3: Levenberg-Marquardt (the search's, on this member) on
+        RK4 steps of half, a quarter and an eighth the size to 1e-8; chord steps on the exact
+        flows of the segments (exact Taylor
         residuals, RK4 Jacobians); chaining (flows compose exactly; a control of the inverse
         problem is reversed, durations negated: the inverse flow); chord steps on the whole
         control when the chaining amplified the residual past tolerance / 10, in float64 and,
@@ -397,13 +410,12 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         fine = sh
         for _ in range(3):  # RK4 steps halved three times: its error falls about tenfold each time
             fine = replace(sh, substeps=2 * fine.substeps)
-            with np.errstate(all="ignore"):
-                x, info = levenberg_marquardt(lambda z, f=fine: _single(f.system(z[None], True)), x, tol=1e-8,
-                                              max_iter=REFINE_JACOBIANS, deadline=deadline, gauss_newton_first=True,
-                                              residual_only=lambda z, f=fine: f.system(z[None])[0][0])
-            extra_jacobians[0] += info["jacobians"]
-            if not info["converged"]:
+            refit = population_lm([fine], size=1, start=lambda _k, _i, x=x: x.copy(), tol=1e-8, max_iter=REFINE_JACOBIANS,
+                                  max_starts=1, deadline=deadline, acceleration=settings.acceleration)
+            extra_jacobians[0] += refit.jacobians
+            if refit.found is None:
                 return "refit"
+            x = refit.found
         x, seg_err, jac = _chord(lambda z: sh.system(z[None], exact_flow=True)[0][0],
                                  lambda z: fine.system(z[None], True)[1][0], x, 0.01 * tol, deadline)
         extra_jacobians[0] += jac
@@ -676,12 +688,6 @@ def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int
             break
         x, r, err = trial, r_trial, err_trial
     return x, err, jacobians
-
-
-def _single(system):
-    """(r, J) of a one-member shooting system."""
-    r, J = system
-    return r[0], J[0]
 
 
 def _residual(blocks, pattern, h, X, Y, depth) -> np.ndarray:
