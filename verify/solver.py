@@ -26,8 +26,8 @@ invariant forbids:
   Continuous depth fits an RK4 surrogate of the flows (:mod:`verify.rk4`, ``substeps`` RK4
   steps per control step) to 1e-3, refits on RK4 steps of half, a quarter and an eighth the
   size (the same Levenberg-Marquardt steps on that one member, to 1e-8), then takes chord
-  steps on the exact flows of the segments (exact Taylor residuals, RK4 Jacobians) and, after chaining, on the whole control (RK4
-  Jacobians with ``WHOLE_SUBSTEPS`` steps per control step).  The control is then replayed at
+  steps on the exact flows of the segments (exact Taylor residuals, RK4 Jacobians) and, after
+  chaining, on the whole control (RK4 Jacobians with ``WHOLE_SUBSTEPS`` steps per control step).  The control is then replayed at
   ``FLOW_DPS`` digits: unless its error there plus twice the drift of its float64 replay from
   that one is within tolerance (long controls amplify rounding as long networks do), it is
   refined at ``FLOW_DPS`` digits (more if the drift asks for them) with the same chord and
@@ -193,9 +193,9 @@ DEPTH_DEFAULTS = {
 # search's own Levenberg-Marquardt step with geodesic acceleration, on the one member: of 8
 # surrogate fits (1e-3) that the refit before (Gauss-Newton, then damped steps, 60 Jacobians)
 # lost on seed 12 m = 8 instances 6 and 8 (4 of them in a variant, not adopted, that capped
-# the RK4 step at 1), whose residuals on the halved steps were 6e-3 to 23
-# (the fits largely artefacts of their steps), it took 5 to 1e-8 within 150 Jacobians (21 to
-# 118) and a sixth in 184, where the refit before reached 1e-8 on 2 even with 300.
+# the RK4 step at 1), whose residuals on the halved steps were 6e-3 to 20 (the fits largely
+# artefacts of their steps), it took 5 to 1e-8 within 150 Jacobians (21 to 118) and a sixth
+# in 184, where the refit before reached 1e-8 on 2 even with 300.
 # (A homotopy between the two step sizes did worse than one refit, 3 of 8 seed 11 instances
 # solved against 4: tracking the artefact costs the budget.)
 REFINE_JACOBIANS = 150
@@ -400,10 +400,9 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     def finish_continuous(sh: Shooting, x, reverse: bool):
         """RK4 surrogate solved to 1e-3: Levenberg-Marquardt (the search's, on this member) on
         RK4 steps of half, a quarter and an eighth the size to 1e-8; chord steps on the exact
-        flows of the segments (exact Taylor
-        residuals, RK4 Jacobians); chaining (flows compose exactly; a control of the inverse
-        problem is reversed, durations negated: the inverse flow); chord steps on the whole
-        control when the chaining amplified the residual past tolerance / 10, in float64 and,
+        flows of the segments (exact Taylor residuals, RK4 Jacobians); chaining (flows compose
+        exactly; a control of the inverse problem is reversed, durations negated: the inverse
+        flow); chord steps on the whole control when the chaining amplified the residual past tolerance / 10, in float64 and,
         if that stalls above the tolerance or the replay is too unstable, at HIGH_DPS digits or
         more (after the segments at those digits, where float64 cannot remove what the
         chaining amplified)."""
