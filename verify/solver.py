@@ -398,14 +398,14 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         return net, err, dps
 
     def finish_continuous(sh: Shooting, x, reverse: bool):
-        """RK4 surrogate solved to 1e-3: Levenberg-Marquardt (the search's, on this member) on
-        RK4 steps of half, a quarter and an eighth the size to 1e-8; chord steps on the exact
-        flows of the segments (exact Taylor residuals, RK4 Jacobians); chaining (flows compose
-        exactly; a control of the inverse problem is reversed, durations negated: the inverse
-        flow); chord steps on the whole control when the chaining amplified the residual past tolerance / 10, in float64 and,
-        if that stalls above the tolerance or the replay is too unstable, at HIGH_DPS digits or
-        more (after the segments at those digits, where float64 cannot remove what the
-        chaining amplified)."""
+        """RK4 surrogate solved to 1e-3: Levenberg-Marquardt (the search's, on this member)
+        on RK4 steps of half, a quarter and an eighth the size to 1e-8; chord steps on the
+        exact flows of the segments (exact Taylor residuals, RK4 Jacobians); chaining (flows
+        compose exactly; a control of the inverse problem is reversed, durations negated:
+        the inverse flow); chord steps on the whole control when the chaining amplified the
+        residual past tolerance / 10, in float64 and, if that stalls above the tolerance or
+        the replay is too unstable, at HIGH_DPS digits or more (after the segments at those
+        digits, where float64 cannot remove what the chaining amplified)."""
         fine = sh
         for _ in range(3):  # RK4 steps halved three times: its error falls about tenfold each time
             fine = replace(sh, substeps=2 * fine.substeps)
