@@ -25,11 +25,12 @@ invariant forbids:
   and replays there.
   Continuous depth fits an RK4 surrogate of the flows (:mod:`verify.rk4`, ``substeps`` RK4
   steps per control step) to 1e-3, refits on RK4 steps of half, a quarter and an eighth the
-  size (the same Levenberg-Marquardt steps on that one member, to 1e-8), then takes chord
-  steps on the exact flows of the segments (exact Taylor residuals, RK4 Jacobians) and, after
-  chaining, on the whole control (RK4 Jacobians with ``WHOLE_SUBSTEPS`` steps per control step).  The control is then replayed at
-  ``FLOW_DPS`` digits: unless its error there plus twice the drift of its float64 replay from
-  that one is within tolerance (long controls amplify rounding as long networks do), it is
+  size (the same Levenberg-Marquardt steps on that one member, to 1e-8), then takes chord steps
+  on the exact flows of the segments (exact Taylor residuals, RK4 Jacobians) and, after
+  chaining, on the whole control (RK4 Jacobians with ``WHOLE_SUBSTEPS`` steps per control
+  step).  The control is then replayed at ``FLOW_DPS`` digits: unless its error there plus
+  twice the drift of its float64 replay from that one is within tolerance (long controls
+  amplify rounding as long networks do), it is
   refined at ``FLOW_DPS`` digits (more if the drift asks for them) with the same chord and
   returned with ``dps`` set.  Where the chaining amplified the segment residuals beyond what
   float64 chord steps can remove (``gain``, chained residual over segment residual, times
