@@ -3,12 +3,16 @@ surrogate and its derivatives, the multiple-shooting system, the population of L
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from theorems.reach import instance
+from verify import shooting as shooting_module
 from verify.attention import field, field_and_jacobian, field_jet, jacobian
 from verify.flow import flow
 from verify.network import apply, apply_batch
@@ -209,6 +213,52 @@ def test_populations_of_several_shootings_take_turns():
                         tol=1e-11, max_iter=300, max_starts=16, finish=finish)
     assert told == [1] and np.abs(shootings[1].system(rec.found[None])[0]).max() <= 1e-11
     assert rec.starts > 4 and rec.best <= 1e-11
+
+
+def _ticking(monkeypatch, jacobian: float, trial: float) -> tuple[list[float], type]:
+    """A clock for verify.shooting, and a Shooting whose evaluations advance it: by
+    ``jacobian`` seconds per member evaluated with sensitivities, by ``trial`` per call without."""
+    clock = [0.0]
+    monkeypatch.setattr(shooting_module, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+
+    @dataclass(frozen=True)
+    class Ticking(Shooting):
+        def parts(self, x, sensitivities=False, exact_flow=False):
+            clock[0] += jacobian * len(x) if sensitivities else trial
+            return super().parts(x, sensitivities, exact_flow)
+
+    return clock, Ticking
+
+
+def test_population_does_not_begin_an_iteration_that_would_end_past_the_deadline(monkeypatch):
+    """On a clock that each trial evaluation of the shooting system (one per iteration)
+    advances by one second, every iteration takes one: with the deadline at 10.5 the population
+    begins its last iteration at 9 and returns at 10, where one that began at 10 would have
+    ended past the deadline.  (Eight coordinates that four layers cannot reach, so no member
+    finishes first.)"""
+    clock, Ticking = _ticking(monkeypatch, jacobian=0.0, trial=1.0)
+    X, Y, blocks = instance(8, 0, seed=5)
+    shoot = Ticking(blocks, X, Y, 2, 2)
+    rec = population_lm([shoot], size=3, start=lambda _, i: shoot.fresh(np.random.default_rng(i), 0.5),
+                        tol=1e-11, max_iter=1000, max_starts=3, deadline=10.5)
+    assert rec.found is None and rec.starts == 3 and clock[0] == 10.0
+
+
+def test_population_draws_its_members_in_chunks_that_end_by_the_deadline(monkeypatch):
+    """With one second per member's Jacobian and the deadline at 5.5, a population of 8 draws
+    chunks of 1 and 2 members (done at 3) and not the chunk of 4, which would end at 7; a
+    deadline already past draws none."""
+    clock, Ticking = _ticking(monkeypatch, jacobian=1.0, trial=0.0)
+    X, Y, blocks = instance(8, 0, seed=5)
+    shoot = Ticking(blocks, X, Y, 2, 2)
+
+    def run(deadline):
+        return population_lm([shoot], size=8, start=lambda _, i: shoot.fresh(np.random.default_rng(i), 0.5),
+                             tol=1e-11, max_iter=1000, max_starts=8, deadline=deadline)
+
+    assert run(5.5).starts == 3
+    clock[0] = 0.0
+    assert run(0.0).starts == 0 and clock[0] == 0.0
 
 
 def test_damped_step_gives_nan_for_a_member_whose_system_overflows():
