@@ -138,6 +138,15 @@ def test_phases_search_one_after_the_other_with_their_own_keys_and_durations():
     assert 1.0 < np.abs(long_start[:77]).max() <= 2.0
 
 
+def test_a_search_that_stops_short_of_its_deadline_says_the_time_ran_out():
+    """Four layers cannot take eight coordinates to their targets, and a million starts do not
+    fit in 1 s: the population stops before an iteration that would end past the deadline, and
+    the message says that the time, not the starts, ran out."""
+    X, Y, blocks = instance(8, 0, seed=5)
+    sol = solve(blocks, X, Y, Settings(depth="finite", steps_per_dim=0.5, time_budget=1.0))
+    assert not sol.success and sol.message.startswith(f"not found within 1 s ({sol.moves} start(s))")
+
+
 def test_fits_lost_in_the_finish_are_counted_by_stage(monkeypatch):
     """A refit allowed one Jacobian cannot take the surrogate's fit (1e-3) to 1e-8 on finer RK4
     steps, so every fit that the search finds is lost there: the solution counts them under

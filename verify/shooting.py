@@ -261,12 +261,14 @@ def shooting_solver(parts, lam: np.ndarray) -> Callable[[np.ndarray], np.ndarray
 @dataclass
 class PopulationRecord:
     """What :func:`population_lm` did: starts drawn, Jacobians computed (member-evaluations),
-    the best max |r| seen, and the member it returned (None when none converged)."""
+    the best max |r| seen, the member it returned (None when none converged), and whether it
+    stopped at its deadline (rather than for want of starts)."""
 
     starts: int = 0
     jacobians: int = 0
     best: float = math.inf
     found: Any = None
+    timed_out: bool = False
 
 
 def population_lm(
@@ -312,7 +314,8 @@ def population_lm(
             if next(run, None) is None:
                 runs.remove(run)
             total = PopulationRecord(sum(r.starts for r in records), sum(r.jacobians for r in records),
-                                     min(r.best for r in records), next((r.found for r in records if r.found is not None), None))
+                                     min(r.best for r in records), next((r.found for r in records if r.found is not None), None),
+                                     any(r.timed_out for r in records))
             if total.found is not None:
                 return total
             if report:
@@ -339,6 +342,7 @@ def _population(shooting, rec, size, start, tol, max_iter, max_starts, deadline,
         while (got := sum(len(p[0]) for p in parts)) < count:
             k, now = min(2 ** len(parts), count - got), time.perf_counter()
             if now + per[0] * k >= deadline:
+                rec.timed_out = True
                 break
             xk = np.array([start(rec.starts + i) for i in range(k)])
             rec.starts += k
@@ -355,7 +359,10 @@ def _population(shooting, rec, size, start, tol, max_iter, max_starts, deadline,
     lam, iters = np.full(len(x), 1e-3), np.ones(len(x), dtype=int)
     mark, due_at = np.abs(r).max(axis=1), np.full(len(x), 1 + patience)  # max |r| at the last check, next check
     spent = per[0] * len(x)  # seconds the last iteration's step took
-    while len(x) and time.perf_counter() + spent < deadline:
+    while len(x):
+        if time.perf_counter() + spent >= deadline:
+            rec.timed_out = True
+            return
         rmax = np.abs(r).max(axis=1)
         rmax[~np.isfinite(rmax)] = math.inf
         rec.best = min(rec.best, float(rmax.min()))

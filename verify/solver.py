@@ -515,13 +515,15 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
                             max_starts=max(1, math.ceil(phase["share"] * settings.max_starts)),
                             deadline=deadline if last_phase else min(deadline, t0 + share * settings.time_budget),
                             finish=finish, patience=settings.patience, acceleration=settings.acceleration, report=report)
-        done = PopulationRecord(done.starts + rec.starts, done.jacobians + rec.jacobians, min(done.best, rec.best), rec.found)
+        done = PopulationRecord(done.starts + rec.starts, done.jacobians + rec.jacobians, min(done.best, rec.best), rec.found,
+                                rec.timed_out)
         if rec.found is not None:
             break
     rec = done
     steps, err, dps = rec.found or ([], math.inf, None)
     ok = err <= tol
-    why = (f"not found within {settings.time_budget:g} s ({rec.starts} start(s))" if time.perf_counter() >= deadline
+    out_of_time = rec.timed_out or time.perf_counter() >= deadline  # the search stops short of a deadline it would pass
+    why = (f"not found within {settings.time_budget:g} s ({rec.starts} start(s))" if out_of_time
            else f"not found: all {rec.starts} start(s) stalled")
     how = ", reversing a control of the inverse problem" if reversed_control[0] else ""
     if ok:
