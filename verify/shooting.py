@@ -329,9 +329,9 @@ def _population(shooting, rec, size, start, tol, max_iter, max_starts, deadline,
     is left or at the deadline.  Neither an iteration nor a chunk of fresh members is begun
     that would end past the deadline at the cost of the last one (the first iteration's is
     taken to be a Jacobian per member, which can fall short).  At m = 128 in continuous depth
-    (seed 58, instance 0) a member's draw and Jacobian take 0.7 s and a step of 16
-    members ten, and the solver, alone on a core, had returned after 98 s in a budget of 60;
-    now after 58 s."""
+    (seed 58, instance 0) a member's draw and Jacobian take 0.7 s and a step of its 16
+    members 10.7 s, and the solver, alone on a core, had returned after 98 s in a budget of
+    60; now after 58 s."""
     per = [0.0]  # the most seconds a member's draw and Jacobian took
 
     def members(count: int):
@@ -358,7 +358,7 @@ def _population(shooting, rec, size, start, tol, max_iter, max_starts, deadline,
     x, r, H, D = first
     lam, iters = np.full(len(x), 1e-3), np.ones(len(x), dtype=int)
     mark, due_at = np.abs(r).max(axis=1), np.full(len(x), 1 + patience)  # max |r| at the last check, next check
-    spent = per[0] * len(x)  # seconds the last iteration's step took
+    spent = per[0] * len(x)  # seconds the last iteration's step took (at first: a Jacobian per member)
     while len(x):
         if time.perf_counter() + spent >= deadline:
             rec.timed_out = True
