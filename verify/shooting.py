@@ -332,24 +332,26 @@ def _population(shooting, rec, size, start, tol, max_iter, max_starts, deadline,
     (seed 58, instance 0) a member's draw and Jacobian take 0.7 s and a step of its 16
     members 10.7 s, and the solver, alone on a core, had returned after 98 s in a budget of
     60; now after 58 s."""
-    per = [0.0]  # the most seconds a member's draw and Jacobian took
+    per = 0.0  # the most seconds a member's draw and Jacobian took
 
     def members(count: int):
         """Up to ``count`` fresh members, their residuals and their Jacobians, drawn and
         evaluated in chunks of 1, 2, 4, ... members while the next chunk, at ``per`` a member,
         ends by the deadline; None if not even the first could begin."""
-        parts = []
-        while (got := sum(len(p[0]) for p in parts)) < count:
+        nonlocal per
+        parts, got = [], 0
+        while got < count:
             k, now = min(2 ** len(parts), count - got), time.perf_counter()
-            if now + per[0] * k >= deadline:
+            if now + per * k >= deadline:
                 rec.timed_out = True
                 break
             xk = np.array([start(rec.starts + i) for i in range(k)])
             rec.starts += k
             rec.jacobians += k
             rk, (Hk, Dk) = shooting.parts(xk, sensitivities=True)
-            per[0] = max(per[0], (time.perf_counter() - now) / k)
+            per = max(per, (time.perf_counter() - now) / k)
             parts.append((xk, rk, Hk, Dk))
+            got += k
         return tuple(np.concatenate(a) for a in zip(*parts, strict=True)) if parts else None
 
     first = members(min(size, max_starts))
@@ -358,7 +360,7 @@ def _population(shooting, rec, size, start, tol, max_iter, max_starts, deadline,
     x, r, H, D = first
     lam, iters = np.full(len(x), 1e-3), np.ones(len(x), dtype=int)
     mark, due_at = np.abs(r).max(axis=1), np.full(len(x), 1 + patience)  # max |r| at the last check, next check
-    spent = per[0] * len(x)  # seconds the last iteration's step took (at first: a Jacobian per member)
+    spent = per * len(x)  # seconds the last iteration's step took (at first: a Jacobian per member)
     while len(x):
         if time.perf_counter() + spent >= deadline:
             rec.timed_out = True
