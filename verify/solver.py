@@ -413,8 +413,8 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             refit = population_lm([fine], size=1, start=lambda _k, _i, x=x: x.copy(), tol=1e-8, max_iter=REFINE_JACOBIANS,
                                   max_starts=1, deadline=deadline, acceleration=settings.acceleration)
             extra_jacobians[0] += refit.jacobians
-            if refit.found is None:
-                return "refit"
+            if refit.found is None:  # a refit that stopped short of the deadline was lost to it
+                return "deadline" if refit.timed_out else "refit"
             x = refit.found
         x, seg_err, jac = _chord(lambda z: sh.system(z[None], exact_flow=True)[0][0],
                                  lambda z: fine.system(z[None], True)[1][0], x, 0.01 * tol, deadline)
