@@ -95,9 +95,10 @@ from .hall import basis, counting_degree, degree
 from .invariants import check_admissible, predicted_rank
 from .network import apply, propagated_rounding
 from .newton import levenberg_marquardt
+from .pair_expansion import expansion
 from .rank import degree_scales
 from .rk4 import integrate_batch
-from .shape_speed import minimal_duration, minimal_step_total, slowest
+from .shape_speed import minimal_duration, minimal_step_total, shape_speeds, slowest
 from .shooting import START_STATES, PopulationRecord, Shooting, population_lm
 from .steering import Steps, merge, steer
 
@@ -130,6 +131,8 @@ class Settings:
     min_fraction: float = 1e-4
     max_degree: int = 10
     max_depth: int = 500_000  # steps (continuous) or layers (finite)
+    tight_speed: float = 0.05  # lm, finite depth, pairs (n = 2): first expand input pairs slower than this by one
+    # large layer (verify.pair_expansion), then search from there; 0: never
     time_budget: float = 60.0  # seconds of wall time
     max_moves: int = 2_000  # steer
 
@@ -304,7 +307,86 @@ def solve(
                          "'image_scale', 'states' and whole 'substeps' from 1 to 1024")
     if "backward" in settings.directions and settings.depth == "finite":
         raise InputError("direction 'backward' needs continuous depth: reversing a residual network does not invert it")
+    if settings.depth == "finite" and settings.tight_speed > 0 and X.shape[1] == 2 and not blocks[0].causal:
+        speeds = shape_speeds(blocks, X)
+        tight = [int(s) for s in np.argsort(speeds) if speeds[s] < settings.tight_speed]
+        if tight:
+            t0 = time.perf_counter()
+            sol = _expanded_solve(blocks, X, Y, tight, settings, progress)
+            if sol.success:
+                return sol
+            rest = _lm_solve(blocks, X, Y, replace(settings, time_budget=settings.time_budget - sol.wall_time), progress)
+            return replace(rest, message=f"{rest.message}; {sol.message}", wall_time=time.perf_counter() - t0,
+                           jacobians=rest.jacobians + sol.jacobians)
     return _lm_solve(blocks, X, Y, settings, progress)
+
+
+# Finite depth, tight input pairs: the shares of the time budget for the parking fit and for the
+# search from the expanded collection (the rest, and what they leave, goes to the search from X).
+EXPANSION_SHARES = (0.25, 0.25)
+
+
+def _expanded_solve(blocks, X, Y, tight: list[int], settings: Settings, progress) -> Solution:
+    """Finite depth with tight input pairs (:mod:`verify.pair_expansion`): the parking network
+    and the large layer, the image Z of X under them (at :func:`high_digits` of their rounding's
+    gain, rounded to float64), the search from Z to Y, and the networks chained; unless the
+    chained network replays in float64, the steps of the search's network are then corrected by
+    Newton steps on the chained one at enough digits (residuals and Jacobian at those digits:
+    Z is only the rounded image, and the large layer amplifies what separates it from the
+    exact one).  A failure says where it stopped."""
+    t0, tol = time.perf_counter(), settings.tolerance
+    budget = settings.time_budget
+    key = [settings.seed, 0, 2]  # the parking fit's generator (start keys have 2 entries or a third of 0 or 1)
+
+    def failed(why: str, jacobians: int = 0) -> Solution:
+        return Solution(False, f"expanding the tight input pair(s) {tight}: {why}", [], math.inf, 0, 0.0, 0, jacobians,
+                        time.perf_counter() - t0, asdict(settings), [key])
+
+    pre = expansion(blocks, X, Y, tight, np.random.default_rng(key), t0 + EXPANSION_SHARES[0] * budget)
+    if pre is None:
+        return failed("no parking network found (verify.pair_expansion.park)")
+    dps = high_digits(amplification(propagated_rounding(blocks, pre, X)), tol)
+    if dps is None:
+        return failed(f"the large layer (step {pre[-1][1]:.3g}) amplifies rounding past {MAX_DPS} digits")
+    Z = high_precision_end(blocks, pre, X, "finite", dps).astype(float)
+    if progress:
+        progress(f"expanded tight pair(s) {tight} by one layer of block {pre[-1][0]} (step {pre[-1][1]:.3g}); "
+                 "searching from there")
+    share = replace(settings, time_budget=max(0.0, t0 + sum(EXPANSION_SHARES) * budget - time.perf_counter()))
+    sol = _lm_solve(blocks, Z, Y, share, progress)
+    if not sol.success:
+        return failed(f"the search from the expanded collection: {sol.message}", sol.jacobians)
+    pattern, h = [b for b, _ in sol.steps], np.array([t for _, t in sol.steps], dtype=object)
+    net = pre + [(b, float(t)) for b, t in sol.steps]
+    rounding = propagated_rounding(blocks, net, X)
+    err, dps = math.inf, None
+    if sol.dps is None and 2 * rounding <= tol:
+        err = replay_error(blocks, net, X, Y, "finite")
+    if err + 2 * rounding <= tol:
+        steps = net
+    else:
+        dps = high_digits(amplification(rounding), tol, max(HIGH_DPS, sol.dps or 0))
+        if dps is None:
+            return failed(f"the chained network needs more than {MAX_DPS} digits", sol.jacobians)
+
+        def residual(z):
+            end = high_precision_end(blocks, pre + list(zip(pattern, z, strict=True)), X, "finite", dps)
+            return (end - Y).ravel().astype(float)
+
+        def jacobian(z):  # at dps digits too: the float64 one of an unstable network is not even a chord's
+            steps = pre + list(zip(pattern, z, strict=True))
+            with precision(dps):
+                return apply(blocks, steps, X, dps=dps, sensitivities=True).d_steps[:, len(pre):].astype(float)
+
+        h, err, _ = _chord_in_precision(residual, jacobian, h, 0.1 * tol, dps, t0 + budget, 8)
+        steps = pre + [(b, t) for b, t in zip(pattern, h, strict=True)]
+        if err + 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in steps], X, 10.0**-dps) > tol:
+            return failed(f"the chained network, corrected at {dps} digits, missed by {err:.2e}", sol.jacobians)
+    b, step = pre[-1]
+    msg = (f"reached the targets after expanding the tight input pair(s) {tight} by one layer of block {b} "
+           f"(step {step:.3g}, after {len(pre) - 1} parking layers); from there, {sol.message}")
+    return Solution(True, msg, steps, err, len(steps), float(sum(abs(float(t)) for _, t in steps)), sol.moves,
+                    sol.jacobians, time.perf_counter() - t0, asdict(settings), [key, *sol.seeds], dps, sol.lost)
 
 
 def start_key(seed: int, index: int, backward: bool = False, phase: int = 0) -> list[int]:
