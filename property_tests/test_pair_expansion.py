@@ -61,8 +61,9 @@ def test_a_centred_pair_on_an_isotropic_line_is_an_equilibrium(seed, size):
 
 def test_parking_then_the_large_layer_expands_the_tight_pair():
     """The parking network meets its conditions (means at their offsets, the other pair near an
-    isotropic line, its length kept), and the large layer after it gives the tight pair the
-    length of its target's difference, leaving the other pair near where it was parked."""
+    isotropic line, its length kept: the first fit, which keeps it, succeeds here), and the
+    large layer after it gives the tight pair the length of its target's difference, leaving
+    the other pair near where it was parked."""
     X, Y, blocks = instance(*TIGHT)
     tight = [int(np.argmin(shape_speeds(blocks, X)))]
     layers = expansion(blocks, X, Y, tight, np.random.default_rng(0), time.perf_counter() + 30)

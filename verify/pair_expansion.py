@@ -18,8 +18,8 @@ Two exact facts make a network that does so in one layer:
 
 So a short network first *parks* the collection (:func:`park`): every tight pair near the
 centre, every other sequence near a centred equilibrium of block b; then the one layer of block b
-with h = c / tanh(delta^T S delta / 4) (:func:`expansion_step`, |h| up to about 1e7 on pairs
-1e-3 apart) gives the tight pair the length of its target's difference and leaves the others
+with h = c / tanh(delta^T S delta / 4) (:func:`expansion_step`; |h| from 13 to 4e8 on the
+reach instances measured) gives the tight pair the length of its target's difference and leaves the others
 nearly in place.  *Near*, not at: the centred collections are invariant under both blocks, and a
 network that reaches them exactly can never leave them (finite networks are not invertible, so
 they can enter such a set; flows cannot, and this construction is for finite depth only).  The

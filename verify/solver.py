@@ -46,13 +46,13 @@ invariant forbids:
   Reversing a residual network does not invert it, so finite depth fits X to Y only.
   In finite depth, inputs with a pair of tokens (n = 2) slower than ``tight_speed``
   (:mod:`verify.shape_speed`) are first expanded (:func:`_expanded_solve`,
-  :mod:`verify.pair_expansion`): a short network parks the collection near centred states where
-  one layer of a block, with a step of hundreds to 1e8, gives the tight pair the length of its
-  target's and leaves the other sequences nearly in place; the search then runs from that
-  image (shares of the budget: ``EXPANSION_SHARES``), and if either stage fails, from X with
-  the time left.  Networks that pull a tight pair apart are out of reach of the local fits
-  (measured: none of five variants solved such a miss), since the pair moves by O(|delta|^2)
-  per unit step.
+  :mod:`verify.pair_expansion`): a short network parks the collection near centred states
+  where one layer of a block (its step 13 to 4e8 in magnitude on the reach instances) gives
+  the tight pair the length of its target's and leaves the other sequences nearly in place;
+  the search then runs from that image (shares of the budget: ``EXPANSION_SHARES``), and if
+  either stage fails, from X with the time left.  Networks that pull a tight pair apart are
+  out of reach of the local fits (measured: none of five variants solved such a miss), since
+  the pair moves by O(|delta|^2) per unit step.
   The search runs in ``phases``, one after the other, each with its share of the time budget
   (and of ``max_starts``) and its own ``scale``, ``image_scale``, ``states`` and ``substeps``:
   in continuous depth a third with short durations on the one-step surrogate, then long
