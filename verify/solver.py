@@ -354,10 +354,10 @@ def _expanded_solve(blocks, X, Y, tight: list[int], settings: Settings, progress
     pre = expansion(blocks, X, Y, tight, np.random.default_rng(key), t0 + EXPANSION_SHARES[0] * budget)
     if pre is None:
         return failed("no parking network found (verify.pair_expansion.park)")
-    dps = high_digits(amplification(propagated_rounding(blocks, pre, X)), tol)
-    if dps is None:
+    z_dps = high_digits(amplification(propagated_rounding(blocks, pre, X)), tol)
+    if z_dps is None:
         return failed(f"the large layer (step {pre[-1][1]:.3g}) amplifies rounding past {MAX_DPS} digits")
-    Z = high_precision_end(blocks, pre, X, "finite", dps).astype(float)
+    Z = high_precision_end(blocks, pre, X, "finite", z_dps).astype(float)
     if progress:
         progress(f"expanded tight pair(s) {tight} by one layer of block {pre[-1][0]} (step {pre[-1][1]:.3g}); "
                  "searching from there")
