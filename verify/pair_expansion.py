@@ -112,7 +112,8 @@ def park(blocks: Sequence[Block], X: np.ndarray, b: int, tight: Sequence[int], o
             for k, s in enumerate(loose):
                 delta, d_delta = Z[s, 0] - Z[s, 1], J[s, 0] - J[s, 1]
                 norm2, q = delta @ delta, delta @ S @ delta
-                rows.append(np.array([q / norm2 - gaps[k], math.log(norm2 / lengths[k])][: 1 + keep]))
+                log_ratio = math.log(norm2 / lengths[k]) if norm2 > 0 else -math.inf  # merged tokens: no fit
+                rows.append(np.array([q / norm2 - gaps[k], log_ratio][: 1 + keep]))
                 jac.append(np.stack([2 * S @ delta / norm2 - 2 * q * delta / norm2**2, 2 * delta / norm2][: 1 + keep]) @ d_delta)
             return np.concatenate(rows), np.vstack(jac)
 
