@@ -18,7 +18,7 @@ from verify.blocks import gaussian_blocks
 from verify.network import apply
 from verify.pair_expansion import expansion, expansion_step, has_equilibria, park, symmetric_logits
 from verify.shape_speed import shape_speeds
-from verify.solver import Settings, solve
+from verify.solver import Settings, _chord, solve
 
 from . import independent
 
@@ -110,3 +110,18 @@ def test_the_solver_expands_a_tight_pair_and_the_witness_replays_independently()
     assert float(np.abs(theirs - Y).max()) <= 1e-10
     plain = solve(blocks, X, Y, Settings(depth="finite", seed=TIGHT[1], time_budget=1, tight_speed=0))
     assert "expanding" not in plain.message
+
+
+def test_unit_column_steps_keep_what_the_cut_off_drops():
+    """A linear system whose columns differ 1e19-fold in scale (as after a large layer): the
+    plain least-squares step cuts the small singular value (below 1e-13 of the largest) and
+    stalls with the residual untouched; with unit columns (scaled=True) one step solves it."""
+    J = np.diag([1e19, 1.0])
+    b = np.array([1.0, 1.0])
+
+    def residual(x):
+        return J @ x - b
+
+    _, plain, _ = _chord(residual, lambda x: J, np.zeros(2), 1e-12)
+    x, scaled, _ = _chord(residual, lambda x: J, np.zeros(2), 1e-12, scaled=True)
+    assert plain == 1.0 and scaled <= 1e-12 and math.isclose(x[1], 1.0)
