@@ -782,9 +782,12 @@ def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int
         if not (np.all(np.isfinite(J)) and math.isfinite(err)):  # an integration overflowed: no step to take
             break
         with np.errstate(all="ignore"):
-            norms = np.linalg.norm(J, axis=0) if scaled else np.ones(J.shape[1])
-            norms[norms == 0] = 1.0
-            trial = x + np.linalg.lstsq(J / norms, -r, rcond=1e-13)[0] / norms
+            if scaled:
+                norms = np.linalg.norm(J, axis=0)
+                norms[norms == 0] = 1.0
+                trial = x + np.linalg.lstsq(J / norms, -r, rcond=1e-13)[0] / norms
+            else:
+                trial = x + np.linalg.lstsq(J, -r, rcond=1e-13)[0]
         if not np.all(np.isfinite(trial.astype(float))):
             break
         r_trial = residual(trial)
