@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from verify.backend import namespace, precision, to_mpmath, to_numpy
 from verify.blocks import gaussian_blocks
 from verify.errors import InputError, IntegrationError
-from verify.flow import flow
+from verify.flow import flow, flow_batch
 from verify.taylor import coefficients
 
 from . import independent
@@ -171,6 +171,41 @@ def test_pure_mpmath_elements_agree_with_mpfr():
         fast = flow(blocks, [(0, 0.3)], namespace("mpmath").asarray(X), tol=1e-27)
     assert type(pure.end.flat[0]).__name__ == "mpf"
     assert np.abs(pure.end.astype(float) - fast.end.astype(float)).max() <= 1e-15
+
+
+@given(problems(), st.integers(0, 2**31))
+def test_lock_step_flows_agree_with_one_at_a_time(p, seed):
+    """:func:`flow_batch` on three controls of one pattern (one of them the drawn control, one
+    with a zero duration, one with durations of the other signs) from three collections: end
+    points, duration and initial-data derivatives as :func:`flow` gives each, to rounding (each
+    control takes its own Taylor steps, so the numbers agree bit for bit but for the batched
+    products' summation order)."""
+    blocks, X, control = p
+    pattern, taus = [b for b, _ in control], np.array([t for _, t in control])
+    rng = np.random.default_rng(seed)
+    durations = np.stack([taus, np.where(np.arange(len(taus)) == 0, 0.0, -taus), rng.uniform(-1, 1, len(taus))])
+    Z = np.stack([X, X[::-1] if X.shape[0] > 1 else -X, X + 0.1 * rng.normal(size=X.shape)])
+    batch = flow_batch(blocks, pattern, durations, Z, sensitivities=True)
+    for j in range(3):
+        one = flow(blocks, list(zip(pattern, durations[j], strict=True)), Z[j], sensitivities=True)
+        scale = 1 + np.abs(one.end).max()
+        assert np.abs(batch.end[j] - one.end).max() <= 1e-12 * scale
+        assert np.abs(batch.d_durations[j] - one.d_durations).max() <= 1e-10 * (1 + np.abs(one.d_durations).max())
+        assert np.abs(batch.d_initial[j] - one.d_initial).max() <= 1e-10 * (1 + np.abs(one.d_initial).max())
+
+
+def test_lock_step_flows_refuse_what_flow_refuses():
+    """Overflow, the Taylor-step cap and the deadline stop a batch as they stop one flow."""
+    b0, b1 = gaussian_blocks(0, 2)
+    big = dataclasses.replace(b0, V=np.eye(2) * 50.0, Q=np.zeros((2, 2)))
+    Z = np.ones((2, 1, 2, 2))
+    with pytest.raises(IntegrationError, match="overflowed"):
+        flow_batch((big, b1), [0], np.array([[0.1], [10.0]]), Z)
+    far = np.random.default_rng(0).normal(size=(2, 1, 3, 2)) * 30
+    with pytest.raises(IntegrationError, match="more than 50 Taylor steps"):
+        flow_batch((b0, b1), [0], np.array([[0.0], [5.0]]), far, max_steps=50)
+    with pytest.raises(IntegrationError, match="deadline"):
+        flow_batch((b0, b1), [0, 1], np.array([[1.0, -1.0], [0.5, 0.5]]), Z, deadline=time.perf_counter())
 
 
 def test_overflow_is_reported():

@@ -217,3 +217,96 @@ def backward_products(xp: Any, jacobians: list, vectors: list, nd: int, X: Any) 
 def end_point(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X: Any, **kw: Any) -> np.ndarray:
     """Convenience: the end point of the flow only."""
     return flow(blocks, control, X, **kw).end
+
+
+def flow_batch(
+    blocks: Sequence[Block],
+    pattern: Sequence[int],
+    durations: np.ndarray,
+    Z: np.ndarray,
+    *,
+    tol: float = DEFAULT_TOL,
+    sensitivities: bool = False,
+    max_steps: int = MAX_TAYLOR_STEPS,
+    deadline: float = math.inf,
+) -> FlowResult:
+    """The flows of B controls that share their blocks, the controls (pattern[l], durations[j, l])
+    from Z[j], by the integrator of :func:`flow` (the same order, step rule and landing on the end
+    of every control step), float64 NumPy only, in lock step: one batched Taylor series per step
+    serves every control still moving, and each control chooses its own Taylor steps, so each
+    result agrees with its :func:`flow` to rounding.
+
+    ``durations`` has shape (B, L), ``Z`` shape (B, N, n, d).  The result holds the end points
+    (B, N, n, d) and, with ``sensitivities``, the exact derivatives of each computed flow as
+    :func:`flow` gives them: ``d_durations`` (B, N n d, L) and ``d_initial`` (B, N, n d, n d);
+    ``error_estimate`` is not computed (NaN) and ``taylor_steps`` counts the batched steps.
+    Multiple shooting needs these of the exact flows (:meth:`verify.shooting.Shooting.parts`):
+    one control per segment.  Raises :class:`IntegrationError` as :func:`flow` does (overflow,
+    a control past the step cap, the deadline).
+
+    >>> import numpy as np
+    >>> from verify.blocks import gaussian_blocks
+    >>> blocks = gaussian_blocks(seed=0, d=2)
+    >>> Z = np.random.default_rng(1).normal(size=(3, 2, 2, 2))
+    >>> taus = np.array([[0.5, -0.3], [0.0, 1.2], [-0.7, 0.0]])
+    >>> res = flow_batch(blocks, [0, 1], taus, Z, sensitivities=True)
+    >>> one = flow(blocks, [(0, 0.0), (1, 1.2)], Z[1], sensitivities=True)
+    >>> res.end.shape, bool(np.abs(res.end[1] - one.end).max() < 1e-14)
+    ((3, 2, 2, 2), True)
+    >>> bool(np.abs(res.d_durations[1] - one.d_durations).max() < 1e-13)
+    True
+    """
+    X = np.array(Z, dtype=float)
+    durations = np.asarray(durations, dtype=float)
+    B, N, n, d = X.shape
+    nd = n * d
+    p = taylor_order(tol)
+    safety = math.exp(-0.7 / (p - 1))
+    counts = np.zeros(B, dtype=int)
+    step_jacobians, end_fields = [], []
+    taylor_steps = 0
+    for b, tau in zip(pattern, durations.T, strict=True):
+        left = np.abs(tau)
+        # the tangents of this control step: the unit directions of one sequence, for every control
+        T = np.broadcast_to(basis_directions(np, n, d, X)[:, None], (nd, B, N, n, d)).copy() if sensitivities else None
+        while True:
+            active = np.flatnonzero(left > 0)
+            if not active.size:
+                break
+            Xk, dXk = coefficients(blocks[b], X[active], p, None if T is None else T[:, active])
+            norms = np.stack([np.abs(c).reshape(active.size, -1).max(axis=1) for c in Xk])  # (p + 1, active)
+            eps = tol * np.maximum(1.0, norms[0])
+            h = np.full(active.size, np.inf)
+            with np.errstate(divide="ignore"):
+                for k in (p - 1, p):
+                    h = np.minimum(h, np.where(norms[k] > 0, (eps / norms[k]) ** (1.0 / k), np.inf))
+            h *= safety
+            h = np.where(h >= left[active] * (1 - 1e-12), left[active], h)  # land on the end of the step
+            signed = (np.sign(tau[active]) * h)[:, None, None, None]
+            X[active] = evaluate(Xk, signed)
+            if T is not None:
+                T[:, active] = evaluate(dXk, signed)
+            left[active] -= h
+            counts[active] += 1
+            taylor_steps += 1
+            scale = np.abs(X[active]).reshape(active.size, -1).max(axis=1)
+            if not np.all(scale <= OVERFLOW):
+                raise IntegrationError(f"the flow overflowed (max |x| = {scale.max():.3g}) in a step of block {b}; "
+                                       "shorten the durations or rescale the data")
+            if np.any(counts[active] + left[active] / h > max_steps):
+                raise IntegrationError(f"a flow would need more than {max_steps} Taylor steps in a step of block {b}; "
+                                       "the durations or the data are too large")
+            if time.perf_counter() > deadline:
+                raise IntegrationError(f"the flows were stopped at their deadline in a step of block {b}; allow more time")
+        if T is not None:
+            step_jacobians.append(np.moveaxis(T.reshape(nd, B, N, nd), 0, -1))  # (B, N, nd, nd), columns the directions
+            end_fields.append(field(blocks[b], X).reshape(B, N, nd, 1))
+    if not sensitivities:
+        return FlowResult(X, math.nan, taylor_steps)
+    G = np.broadcast_to(np.eye(nd), (B, N, nd, nd))
+    cols = [None] * len(step_jacobians)
+    for k in range(len(step_jacobians) - 1, -1, -1):  # G_k = J_L ... J_(k+1), as in backward_products
+        cols[k] = (G @ end_fields[k]).reshape(B, N * nd)
+        G = G @ step_jacobians[k]
+    D = np.stack(cols, axis=-1) if cols else np.zeros((B, N * nd, 0))
+    return FlowResult(X, math.nan, taylor_steps, D, G)

@@ -9,6 +9,9 @@
 * a 30-digit flow of 20 steps at m = 18 with split Taylor series (the default: the orders
   whose terms matter at 30 digits in precision, the rest in float64) vs every order at 30
   digits (baseline);
+* the exact flows of the 30 segments of a continuous shooting fit at m = 18 (6 steps each,
+  durations up to 2, as the solver's finish evaluates them): in lock step (``flow_batch``) vs one
+  :func:`flow` per segment (baseline), residuals alone and with sensitivities;
 * the solver's inner loop, m = 8 and 32: step and initial-data Jacobians of 16 networks of 10 m
   layers at once (``apply_batch``, closed-form attention Jacobians) vs the generic per-network
   ``apply`` for one network (baseline): the ratio is the cost of 16 starts in units of one.
@@ -24,7 +27,7 @@ from verify import flow as flow_module
 from verify.attention import field, jacobian, jvp
 from verify.backend import namespace, precision
 from verify.blocks import gaussian_blocks
-from verify.flow import flow
+from verify.flow import flow, flow_batch
 from verify.network import apply, apply_batch
 
 SHAPES = {8: (2, 2, 2), 18: (3, 3, 2), 32: (4, 4, 2), 64: (8, 4, 2), 128: (8, 8, 2)}
@@ -144,3 +147,24 @@ def test_solver_jacobians_baseline_generic_one_start(benchmark, m):
     blocks, pattern, H, Z = solver_networks(m, 1)
     benchmark.group = f"solver jacobians m={m}"
     benchmark(apply, blocks, list(zip(pattern, H[0], strict=True)), Z[0], sensitivities=True)
+
+
+def segments_18():
+    blocks, _ = instance(18)
+    rng = np.random.default_rng(18)
+    return blocks, [0, 1] * 3, rng.uniform(-2, 2, (30, 6)), rng.normal(size=(30,) + SHAPES[18])
+
+
+@pytest.mark.parametrize("sensitivities", [False, True])
+def test_segment_flows_lock_step(benchmark, sensitivities):
+    blocks, pattern, durations, Z = segments_18()
+    benchmark.group = f"30 segment flows, m = 18, sensitivities={sensitivities}"
+    benchmark(flow_batch, blocks, pattern, durations, Z, sensitivities=sensitivities)
+
+
+@pytest.mark.parametrize("sensitivities", [False, True])
+def test_segment_flows_baseline_one_at_a_time(benchmark, sensitivities):
+    blocks, pattern, durations, Z = segments_18()
+    benchmark.group = f"30 segment flows, m = 18, sensitivities={sensitivities}"
+    benchmark(lambda: [flow(blocks, list(zip(pattern, t, strict=True)), z, sensitivities=sensitivities)
+                       for t, z in zip(durations, Z, strict=True)])
