@@ -173,6 +173,23 @@ def test_exact_flow_segments_agree_with_the_rk4_surrogate_as_it_refines():
     assert gaps[1] < gaps[0] / 16 or gaps[1] < 1e-11
 
 
+def test_exact_flow_jacobian_of_the_segments_matches_central_differences():
+    """The shooting Jacobian on the exact flows (the finish's chord steps on the segments):
+    the durations' and the intermediate states' columns against central differences of the
+    exact-flow residuals (step 1e-6, so agreement to about 1e-7 relative)."""
+    X, Y, blocks = instance(8, 2, seed=5)
+    shoot = Shooting(blocks, X, Y, 3, 4, 1, "rk4")
+    x = shoot.fresh(np.random.default_rng(1), 0.8, "images")
+    r, J = shoot.system(x[None], True, exact_flow=True)
+    e = 1e-6
+    for k in range(0, shoot.unknowns, 3):
+        dx = np.zeros_like(x)
+        dx[k] = e
+        fd = (shoot.system((x + dx)[None], exact_flow=True)[0][0] - shoot.system((x - dx)[None], exact_flow=True)[0][0]) / (2 * e)
+        assert np.abs(fd - J[0][:, k]).max() <= 1e-7 * (1 + np.abs(J[0]).max())
+    assert np.abs(r[0] - shoot.system(x[None], exact_flow=True)[0][0]).max() == 0.0
+
+
 @pytest.mark.parametrize("acceleration", [0.0, 0.75])
 def test_population_is_deterministic_and_finds_a_zero_residual_member(acceleration):
     X, Y, blocks = instance(4, 1, seed=5)

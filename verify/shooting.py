@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from .blocks import Block
-from .flow import flow
+from .flow import flow_batch
 from .network import apply_batch, curvature_batch
 from .newton import solve_or_nan
 from .rk4 import curvature_batch as rk4_curvature_batch
@@ -175,13 +175,10 @@ class Shooting:
         return J
 
     def _flows(self, H, starts, sensitivities):
-        ends, dHs, dWs = [], [], []
-        for hs, Z in zip(H.reshape(-1, self.steps), starts.reshape((-1,) + self.X.shape), strict=True):
-            res = flow(self.blocks, list(zip(self.pattern(), hs, strict=True)), Z, sensitivities=sensitivities)
-            ends.append(res.end)
-            dHs.append(res.d_durations)
-            dWs.append(res.d_initial)
-        return np.array(ends), (np.array(dHs) if sensitivities else None), (np.array(dWs) if sensitivities else None)
+        """The exact flows of the segments' controls, in lock step (:func:`verify.flow.flow_batch`)."""
+        res = flow_batch(self.blocks, self.pattern(), H.reshape(-1, self.steps), starts.reshape((-1,) + self.X.shape),
+                         sensitivities=sensitivities)
+        return res.end, res.d_durations, res.d_initial
 
 
 def shooting_step(parts, r: np.ndarray, lam: np.ndarray) -> np.ndarray:
