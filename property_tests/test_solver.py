@@ -30,8 +30,8 @@ from verify.solver import (
     HIGH_DPS,
     LOSSES,
     MAX_DPS,
-    WHOLE_SUBSTEPS,
     Settings,
+    _chord,
     high_digits,
     refine_in_precision,
     refine_segments_in_precision,
@@ -266,10 +266,10 @@ def _four_step_control():
     return rng, X, blocks, pattern, h, flow(blocks, list(zip(pattern, h, strict=True)), X).end
 
 
-@pytest.mark.parametrize("rk4_substeps", [None, WHOLE_SUBSTEPS])
+@pytest.mark.parametrize("rk4_substeps", [None, 32])
 def test_control_refinement_in_high_precision_reaches_below_float64(rk4_substeps):
     """The continuous counterpart: chord steps with 30-digit flow residuals and float64
-    duration sensitivities (the flow's, or the RK4 scheme's that the solver passes) bring a
+    duration sensitivities (the flow's, which the solver passes, or an RK4 scheme's) bring a
     perturbed control back to its image far below float64 rounding, and the independent
     extrapolated flow at 30 digits agrees."""
     rng, X, blocks, pattern, h, Y = _four_step_control()
@@ -291,6 +291,20 @@ def test_refinement_of_a_flow_keeps_to_the_deadline():
     _, X, blocks, pattern, h, Y = _four_step_control()
     with pytest.raises(IntegrationError, match="deadline"):
         refine_in_precision(blocks, pattern, h + 1e-6, X, Y, 1e-22, 30, deadline=time.perf_counter(), depth="continuous")
+
+
+def test_chord_halves_a_step_that_does_not_lower_the_residual():
+    """Newton on arctan from 1.5 overshoots to -1.69, where |arctan| is larger (1.04 > 0.98):
+    the chord stopped there before; it now takes half the step (to -0.097) and converges."""
+
+    def residual(x):
+        return np.arctan(x)
+
+    def derivative(x):
+        return np.array([[1.0 / (1.0 + x[0] ** 2)]])
+
+    x, err, jacobians = _chord(residual, derivative, np.array([1.5]), 1e-14)
+    assert err <= 1e-14 and abs(x[0]) <= 1e-14 and jacobians <= 8
 
 
 @pytest.mark.parametrize("bad", [np.inf, np.nan])

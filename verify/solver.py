@@ -26,9 +26,9 @@ invariant forbids:
   Continuous depth fits an RK4 surrogate of the flows (:mod:`verify.rk4`, ``substeps`` RK4
   steps per control step) to 1e-3, refits on RK4 steps of half, a quarter and an eighth the
   size (the same Levenberg-Marquardt steps on that one member, to 1e-8), then takes chord steps
-  on the exact flows of the segments (exact Taylor residuals, RK4 Jacobians) and, after
-  chaining, on the whole control (RK4 Jacobians with ``WHOLE_SUBSTEPS`` steps per control
-  step).  The control is then replayed at ``FLOW_DPS`` digits: unless its error there plus
+  on the exact flows of the segments (Taylor residuals and Jacobians, the segments' flows in
+  lock step, :func:`verify.flow.flow_batch`) and, after chaining, on the whole control (the
+  exact Jacobian of its flow).  The control is then replayed at ``FLOW_DPS`` digits: unless its error there plus
   twice the drift of its float64 replay from that one is within tolerance (long controls
   amplify rounding as long networks do), it is
   refined at ``FLOW_DPS`` digits (more if the drift asks for them) with the same chord and
@@ -36,7 +36,8 @@ invariant forbids:
   float64 chord steps can remove (``gain``, chained residual over segment residual, times
   float64 rounding above tolerance / 10), or the float64 chord stalled above tolerance, the
   segments are refined first at :func:`high_digits` of that gain, as in finite depth, then
-  the chained control at the same digits.
+  the chained control at the same digits; a chained control within ``NEAR_CHAINED`` of the
+  targets gets chord steps at those digits first, and its segments are refined only if they fail.
   In continuous depth the default also fits the inverse problem, Y to X (``directions``;
   its starts keyed ``default_rng([seed, index, 1])``), one iteration of each population in
   turn: a flow is inverted exactly by its control reversed, with durations negated, so a
@@ -107,7 +108,6 @@ from .network import apply, propagated_rounding
 from .newton import levenberg_marquardt
 from .pair_expansion import expansion
 from .rank import degree_scales
-from .rk4 import integrate_batch
 from .shape_speed import minimal_duration, minimal_step_total, shape_speeds, slowest
 from .shooting import START_STATES, PopulationRecord, Shooting, population_lm
 from .steering import Steps, merge, steer
@@ -214,12 +214,22 @@ DEPTH_DEFAULTS = {
 # solved against 4: tracking the artefact costs the budget.)
 REFINE_JACOBIANS = 150
 
-# Continuous depth: RK4 steps per control step in the Jacobian of the chord steps on the whole
-# control.  Its error limits what each chord step gains: on seed 12 m = 8 instance 0 the chaining
-# left 3.2e-9 (at the float64 flow's rounding); with the refits' 8 RK4 steps the 30-digit chord
-# gained 2.5x per step and ran out of time, with 32 it reached 3.2e-12 in two steps (solved in
-# 28 s); 128 cost 22 s per Jacobian.
-WHOLE_SUBSTEPS = 32
+# Continuous depth: the chord steps of the finish take the exact Jacobians of the flows
+# (Taylor tangents), not those of an RK4 scheme, which long durations make wrong: on seed 11
+# m = 18 instance 3 (durations up to 2.1) the RK4 Jacobian of the chained control with 32 RK4
+# steps per control step (the default until then) was off by 1.4e7 in entries of 1.3e7, and
+# its chord step raised the 24-digit residual from 1.4e-9 to 3.5e-9 (with 128 steps: 1.3e-11
+# at 16 s a Jacobian); the exact one (10 s) took it to 2.6e-17 in one step.  On the segments
+# of instance 5, which eight RK4 steps per control step left 0.72 from the exact flows, chord
+# steps with those RK4 Jacobians stalled at 2e-8 after eight, the exact ones reached 3e-12 in five.
+#
+# A chained control whose float64 residual is at most NEAR_CHAINED, but which float64 chord
+# steps cannot bring within tolerance (its float64 replay drifts from the exact flow by more,
+# 4e-9 on instance 3, where the chaining left 5.4e-9), gets chord steps on the whole control at
+# high precision at once, and its segments are refined at that precision only if they fail
+# (on instance 3 the finish then took 69 s instead of 118 s).  From far off such steps overshoot
+# (seen from 1.7e-2, below); 1e-6 is a choice well short of that, not tuned.
+NEAR_CHAINED = 1e-6
 
 
 def resolve(settings: Settings) -> Settings:
@@ -511,7 +521,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
                 return "deadline" if refit.timed_out else "refit"
             x = refit.found
         x, seg_err, jac = _chord(lambda z: sh.system(z[None], exact_flow=True)[0][0],
-                                 lambda z: fine.system(z[None], True)[1][0], x, 0.01 * tol, deadline)
+                                 lambda z: sh.system(z[None], True, exact_flow=True)[1][0], x, 0.01 * tol, deadline)
         extra_jacobians[0] += jac
         if seg_err > 0.1 * tol:
             return "segments"
@@ -524,8 +534,15 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             steps = merge(list(zip(pattern, h, strict=True)), 0.0)
             return [b for b, _ in steps], np.array([t for _, t in steps])
 
+        last: list = [None, None]  # the durations and the exact Jacobian last computed: a stalled float64
+        # chord leaves the durations where they were, and the chord at high precision starts there
+
         def jacobian(z):
-            return integrate_batch(blocks, pattern, z[None], X[None], substeps=WHOLE_SUBSTEPS, sensitivities=True).d_steps[0]
+            z = np.asarray(z, dtype=float)
+            if last[0] is None or not np.array_equal(last[0], z):
+                control = list(zip(pattern, z, strict=True))
+                last[:] = z, flow(blocks, control, X, sensitivities=True, deadline=deadline).d_durations
+            return last[1]
 
         pattern, h = whole(x)
         r0 = _residual(blocks, pattern, h, X, Y, "continuous")
@@ -551,11 +568,18 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             # (seen on seed 16 m = 8: from 1.7e-2 a chord step sent the tokens to |x| = 647, and
             # its flow took 10 s in float64 and 100 s at 30 digits).  The segments first, as
             # in finite depth: at enough digits, far below what the chaining amplifies, then the
-            # chained control at the same digits.
+            # chained control at the same digits.  Unless the chained control is already near
+            # (NEAR_CHAINED): then chord steps on it at those digits come first.
             dps = high_digits(gain, tol, FLOW_DPS)
             if dps is None:
                 return "precision"
-            x, _, jac = refine_segments_in_precision(replace(sh, substeps=WHOLE_SUBSTEPS), x, 1e-3 * tol / gain, dps, deadline)
+            if min(err, float(np.abs(r0).max())) <= NEAR_CHAINED:
+                control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, dps, deadline,
+                                                        depth="continuous", jacobian=jacobian)
+                extra_jacobians[0] += jac
+                if err <= tol:
+                    return control, err, dps
+            x, _, jac = refine_segments_in_precision(sh, x, 1e-3 * tol / gain, dps, deadline)
             extra_jacobians[0] += jac
             with precision(dps):
                 pattern, h = whole(x)
@@ -747,7 +771,7 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
                                                    depth, dps, deadline) - ends[s]).ravel() for s in range(S)]).astype(float)
 
     def jacobian(z):
-        return shoot.system(z.astype(float)[None], True)[1][0]
+        return shoot.system(z.astype(float)[None], True, exact_flow=depth == "continuous")[1][0]
 
     return _chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter)
 
@@ -765,7 +789,10 @@ def _chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter, r=N
 def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int = 8, r=None, scaled: bool = False):
     """x - J(x)^+ r(x) repeated while max |r| falls, with an approximate Jacobian J (a chord
     method: each step gains about as many digits as J agrees with the exact derivative).
-    Stops at max |r| <= tol, when the residual stops falling or a residual, Jacobian or step
+    A step that does not lower max |r| is tried once more at half its length (from 6e-3 on
+    the segments of seed 11 m = 18 instance 5, the full step raised it to 7e-3 and the next
+    one would have brought it to 5e-7; the half step lowered it to 5e-3).
+    Stops at max |r| <= tol, when neither lowers the residual or a residual, Jacobian or step
     is not finite (an overflow), or at the deadline; returns the last x, its max |r| and the
     number of Jacobians evaluated.  ``r`` is the residual at x when the caller has it already.
     With ``scaled`` the least-squares step is taken on J with unit columns (D^-1 (J D^-1)^+ r,
@@ -785,16 +812,21 @@ def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int
             if scaled:
                 norms = np.linalg.norm(J, axis=0)
                 norms[norms == 0] = 1.0
-                trial = x + np.linalg.lstsq(J / norms, -r, rcond=1e-13)[0] / norms
+                step = np.linalg.lstsq(J / norms, -r, rcond=1e-13)[0] / norms
             else:
-                trial = x + np.linalg.lstsq(J, -r, rcond=1e-13)[0]
-        if not np.all(np.isfinite(trial.astype(float))):
+                step = np.linalg.lstsq(J, -r, rcond=1e-13)[0]
+        accepted = None
+        for fraction in (1.0, 0.5):  # a Newton step that converges need not lower max |r| at once
+            trial = x + fraction * step
+            if not np.all(np.isfinite(trial.astype(float))):
+                break
+            r_trial = residual(trial)
+            if float(np.abs(r_trial).max()) < err:
+                accepted = trial, r_trial, float(np.abs(r_trial).max())
+                break
+        if accepted is None:
             break
-        r_trial = residual(trial)
-        err_trial = float(np.abs(r_trial).max())
-        if not err_trial < err:
-            break
-        x, r, err = trial, r_trial, err_trial
+        x, r, err = accepted
     return x, err, jacobians
 
 
