@@ -11,10 +11,12 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from theorems.reach import instance as reach_instance
 from verify.backend import namespace, precision, to_mpmath, to_numpy
 from verify.blocks import gaussian_blocks
 from verify.errors import InputError, IntegrationError
 from verify.flow import flow, flow_batch
+from verify.network import apply
 from verify.taylor import coefficients
 
 from . import independent
@@ -276,3 +278,22 @@ def test_split_coefficients_keep_the_low_orders_and_round_the_high_ones():
             else:
                 assert a.dtype == np.float64
                 assert np.abs(a - b.astype(float)).max() <= 1e-13 * np.abs(b.astype(float)).max()
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_flows_reach_fewer_directions_at_second_order_than_networks(index):
+    """Why continuous depth is the harder one (README, "Solver reach"): with steps eps u (80
+    alternating steps, u uniform in [-1, 1], eps = 1e-2) the end point's Jacobian has singular
+    values of relative size eps^(k-1) for the directions of order k.  A flow moves along Lie
+    brackets only, so exactly 2 + 1 of them are of size eps^0 or eps^1 (F_0, F_1, [F_0, F_1]);
+    residual layers also move along products such as DF_a F_b, which are not brackets."""
+    X, _, blocks = reach_instance(8, index, seed=200)
+    eps, u = 1e-2, np.random.default_rng(index).uniform(-1, 1, 80)
+    steps = [(j % 2, eps * t) for j, t in enumerate(u)]
+
+    def reached(J):  # singular values above eps^1.5 of the largest: the orders 1 and 2
+        s = np.linalg.svd(J, compute_uv=False)
+        return int(np.sum(s >= eps**1.5 * s[0]))
+
+    assert reached(flow(blocks, steps, X, sensitivities=True).d_durations) == 3
+    assert reached(apply(blocks, steps, X, sensitivities=True).d_steps) >= 4

@@ -114,7 +114,7 @@ class Shooting:
     def system(self, x: np.ndarray, sensitivities: bool = False, exact_flow: bool = False):
         """Residuals (P, S m) of members x (P, unknowns) and, when asked, Jacobians
         (P, S m, unknowns).  ``exact_flow`` uses the Taylor flow of each segment's control
-        instead of the scheme (one member at a time; for polishing)."""
+        instead of the scheme (all segments in lock step, :func:`verify.flow.flow_batch`; for polishing)."""
         r, parts = self.parts(x, sensitivities, exact_flow)
         return r, (None if parts is None else self.dense(parts))
 
