@@ -256,6 +256,7 @@ def flow_batch(
     >>> bool(np.abs(res.d_durations[1] - one.d_durations).max() < 1e-13)
     True
     """
+    xp = namespace("numpy")
     X = np.array(Z, dtype=float)
     durations = np.asarray(durations, dtype=float)
     B, N, n, d = X.shape
@@ -268,7 +269,7 @@ def flow_batch(
     for b, tau in zip(pattern, durations.T, strict=True):
         left = np.abs(tau)
         # the tangents of this control step: the unit directions of one sequence, for every control
-        T = np.broadcast_to(basis_directions(np, n, d, X)[:, None], (nd, B, N, n, d)).copy() if sensitivities else None
+        T = np.broadcast_to(basis_directions(xp, n, d, X)[:, None], (nd, B, N, n, d)).copy() if sensitivities else None
         while True:
             active = np.flatnonzero(left > 0)
             if not active.size:
@@ -298,15 +299,10 @@ def flow_batch(
                                        "the durations or the data are too large")
             if time.perf_counter() > deadline:
                 raise IntegrationError(f"the flows were stopped at their deadline in a step of block {b}; allow more time")
-        if T is not None:
-            step_jacobians.append(np.moveaxis(T.reshape(nd, B, N, nd), 0, -1))  # (B, N, nd, nd), columns the directions
-            end_fields.append(field(blocks[b], X).reshape(B, N, nd, 1))
+        if T is not None:  # the controls' sequences side by side, B N of them, for backward_products
+            step_jacobians.append(columns_to_jacobians(xp, T.reshape(nd, B * N, n, d)))
+            end_fields.append(field(blocks[b], X).reshape(B * N, n, d))
     if not sensitivities:
         return FlowResult(X, math.nan, taylor_steps)
-    G = np.broadcast_to(np.eye(nd), (B, N, nd, nd))
-    cols = [None] * len(step_jacobians)
-    for k in range(len(step_jacobians) - 1, -1, -1):  # G_k = J_L ... J_(k+1), as in backward_products
-        cols[k] = (G @ end_fields[k]).reshape(B, N * nd)
-        G = G @ step_jacobians[k]
-    D = np.stack(cols, axis=-1) if cols else np.zeros((B, N * nd, 0))
-    return FlowResult(X, math.nan, taylor_steps, D, G)
+    D, G = backward_products(xp, step_jacobians, end_fields, nd, X.reshape(B * N, n, d))
+    return FlowResult(X, math.nan, taylor_steps, D.reshape(B, N * nd, -1), G.reshape(B, N, nd, nd))
