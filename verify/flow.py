@@ -88,11 +88,14 @@ def _maxabs(xp: Any, a: Any) -> float:
     return float(xp.max(xp.abs(a))) if math.prod(a.shape) else 0.0
 
 
-def _step_size(norms: list[float], p: int, eps: float) -> float:
-    h = math.inf
-    for k in (p - 1, p):
-        if norms[k] > 0:
-            h = min(h, (eps / norms[k]) ** (1.0 / k))
+def _step_size(norms: Any, p: int, eps: Any) -> np.ndarray:
+    """The step rule of the module docstring for the coefficient norms ``norms`` (orders 0..p,
+    each a float or, for controls in lock step, an array of them) and ``eps`` (likewise)."""
+    norms = np.asarray(norms, dtype=float)
+    h = np.full(norms.shape[1:], math.inf)
+    with np.errstate(divide="ignore"):
+        for k in (p - 1, p):
+            h = np.minimum(h, np.where(norms[k] > 0, (eps / norms[k]) ** (1.0 / k), math.inf))
     return h * math.exp(-0.7 / (p - 1))
 
 
@@ -159,7 +162,7 @@ def _flow(blocks, control, X, tol, unit, sensitivities, max_steps, deadline) -> 
             while True:
                 Xk, dXk = coefficients(blocks[b], X, p, T, exact_orders=exact if hp else None)
                 norms = [_maxabs(xp, c) if k <= exact else float(np.abs(c).max()) for k, c in enumerate(Xk)]
-                h = _step_size(norms, p, tol * max(1.0, norms[0]))
+                h = float(_step_size(norms, p, tol * max(1.0, norms[0])))
                 h = left if h >= float(left) * (1 - 1e-12) else h
                 need, tail = split_order(norms, float(h), unit * max(1.0, norms[0])) if hp else (p, 0.0)
                 if need <= exact:
@@ -262,7 +265,6 @@ def flow_batch(
     B, N, n, d = X.shape
     nd = n * d
     p = taylor_order(tol)
-    safety = math.exp(-0.7 / (p - 1))
     counts = np.zeros(B, dtype=int)
     step_jacobians, end_fields = [], []
     taylor_steps = 0
@@ -276,12 +278,7 @@ def flow_batch(
                 break
             Xk, dXk = coefficients(blocks[b], X[active], p, None if T is None else T[:, active])
             norms = np.stack([np.abs(c).reshape(active.size, -1).max(axis=1) for c in Xk])  # (p + 1, active)
-            eps = tol * np.maximum(1.0, norms[0])
-            h = np.full(active.size, np.inf)
-            with np.errstate(divide="ignore"):
-                for k in (p - 1, p):
-                    h = np.minimum(h, np.where(norms[k] > 0, (eps / norms[k]) ** (1.0 / k), np.inf))
-            h *= safety
+            h = _step_size(norms, p, tol * np.maximum(1.0, norms[0]))
             h = np.where(h >= left[active] * (1 - 1e-12), left[active], h)  # land on the end of the step
             signed = (np.sign(tau[active]) * h)[:, None, None, None]
             X[active] = evaluate(Xk, signed)
