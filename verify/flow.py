@@ -175,20 +175,8 @@ def _flow(blocks, control, X, tol, unit, sensitivities, max_steps, deadline) -> 
             estimate += norms[p] * float(h) ** p + unit * norms[0] + tail
             left -= h
             count += 1
-            scale = _maxabs(xp, X)
-            if not math.isfinite(scale) or scale > OVERFLOW:
-                raise IntegrationError(
-                    f"the flow overflowed (max |x| = {scale:.3g}) during step (block {b}, "
-                    f"duration {float(tau):g}); shorten the durations or rescale the data"
-                )
-            if count + float(left) / h > max_steps:
-                raise IntegrationError(
-                    f"the flow would need more than {max_steps} Taylor steps (step {float(h):.2g} at max |x| = "
-                    f"{scale:.3g}, in step block {b}, duration {float(tau):g}); the durations or the data are too large"
-                )
-            if time.perf_counter() > deadline:
-                raise IntegrationError(f"the flow was stopped at its deadline after {count} Taylor steps "
-                                       f"(in step block {b}, duration {float(tau):g}); allow more time")
+            _refuse(_maxabs(xp, X), count + float(left) / h, max_steps, deadline,
+                    f"after {count} Taylor steps, in step (block {b}, duration {float(tau):g}), step {float(h):.2g}")
         if sensitivities:
             step_jacobians.append(columns_to_jacobians(xp, T))
             end_fields.append(field(blocks[b], X))
@@ -196,6 +184,19 @@ def _flow(blocks, control, X, tol, unit, sensitivities, max_steps, deadline) -> 
         return FlowResult(X, estimate, count)
     d_dur, G = backward_products(xp, step_jacobians, end_fields, n * d, X)
     return FlowResult(X, estimate, count, d_dur, G)
+
+
+def _refuse(scale: float, steps_needed: float, max_steps: int, deadline: float, where: str) -> None:
+    """Raise :class:`IntegrationError` for a flow whose state overflowed (max |x| = ``scale``
+    above OVERFLOW, or not finite), that would take more than ``max_steps`` Taylor steps at the
+    current step size (``steps_needed``), or that ran past ``deadline``; ``where`` says at which step."""
+    if not scale <= OVERFLOW:
+        raise IntegrationError(f"the flow overflowed (max |x| = {scale:.3g}) {where}; shorten the durations or rescale the data")
+    if steps_needed > max_steps:
+        raise IntegrationError(f"the flow would need more than {max_steps} Taylor steps (max |x| = {scale:.3g}) {where}; "
+                               "the durations or the data are too large")
+    if time.perf_counter() > deadline:
+        raise IntegrationError(f"the flow was stopped at its deadline {where}; allow more time")
 
 
 def backward_products(xp: Any, jacobians: list, vectors: list, nd: int, X: Any) -> tuple[Any, Any]:
@@ -288,14 +289,9 @@ def flow_batch(
             counts[active] += 1
             taylor_steps += 1
             scale = np.abs(X[active]).reshape(active.size, -1).max(axis=1)
-            if not np.all(scale <= OVERFLOW):
-                raise IntegrationError(f"the flow overflowed (max |x| = {scale.max():.3g}) in a step of block {b}; "
-                                       "shorten the durations or rescale the data")
-            if np.any(counts[active] + left[active] / h > max_steps):
-                raise IntegrationError(f"a flow would need more than {max_steps} Taylor steps in a step of block {b}; "
-                                       "the durations or the data are too large")
-            if time.perf_counter() > deadline:
-                raise IntegrationError(f"the flows were stopped at their deadline in a step of block {b}; allow more time")
+            worst = int(np.argmax(np.where(np.isnan(scale), np.inf, scale)))  # NaN: an overflow too
+            _refuse(float(scale[worst]), float(np.max(counts[active] + left[active] / h)), max_steps, deadline,
+                    f"after {taylor_steps} batched Taylor steps, in a step of block {b} (control {int(active[worst])})")
         if T is not None:  # the controls' sequences side by side, B N of them, for backward_products
             step_jacobians.append(columns_to_jacobians(xp, T.reshape(nd, B * N, n, d)))
             end_fields.append(field(blocks[b], X).reshape(B * N, n, d))
