@@ -8,7 +8,7 @@ SEED   ?= 0
 # One BLAS thread per process unless the caller says otherwise: the solver's matrices are small
 # (at most a few hundred rows), and threads only cost.  Seed 11 m = 18, 16 starts of 36 layers
 # in 6 segments: 16 s with one thread against 22 s with OpenBLAS's default; two such processes
-# at once on the 2-core machine, 20 s each against 67-84 s (README, "Solver reach").
+# at once on the 2-core machine, 20 s each against 67-84 s (docs/solver-reach.md).
 export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1

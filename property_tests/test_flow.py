@@ -282,7 +282,7 @@ def test_split_coefficients_keep_the_low_orders_and_round_the_high_ones():
 
 @pytest.mark.parametrize("index", [0, 1])
 def test_flows_reach_fewer_directions_at_second_order_than_networks(index):
-    """Why continuous depth is the harder one (README, "Solver reach"): with steps eps u (80
+    """Why continuous depth is the harder one (docs/solver-reach.md): with steps eps u (80
     alternating steps, u uniform in [-1, 1], eps = 1e-2) the end point's Jacobian has singular
     values of relative size eps^(k-1) for the directions of order k.  A flow moves along Lie
     brackets only, so exactly 2 + 1 of them are of size eps^0 or eps^1 (F_0, F_1, [F_0, F_1]);

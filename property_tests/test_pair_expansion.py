@@ -24,7 +24,7 @@ from . import independent
 
 # Reach instance (seed 49, m = 8, index 0): input pair 0 has shape speed 0.013, and every
 # network to its targets has total |step| at least 39; the search from X alone missed it in 60 s,
-# as the default and with three variants (README, "Solver reach").
+# as the default and with three variants (docs/solver-reach.md).
 TIGHT = (8, 0, 49)
 
 

@@ -20,7 +20,7 @@ The shape speed of a sequence under a block is that rate, ||V|| ||M|| ||C|| (for
 larger over the two blocks.  A sequence of speed s needs controls of duration about 1 / s to
 change its shape by a factor of order e (a slow sequence is expanded before it can be reshaped,
 and its speed grows with the square of its spread).  It is a diagnostic for the solver's reach
-(the README's "Solver reach"), not part of any verdict, and it assumes full attention.
+(docs/solver-reach.md), not part of any verdict, and it assumes full attention.
 
 The same estimate, made without linearising, bounds the *diameter* D = max_(i,k) |x_i - x_k| of a
 sequence along any flow and so the total duration of any control (:func:`minimal_duration`):
@@ -116,7 +116,7 @@ def minimal_step_total(blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray) ->
     a network lowers D^-2 by at most c / 2 per unit of |h|, as a flow does per unit of time.  A
     slow input sequence therefore needs long networks as much as long controls.
     The other direction has no bound: D' >= D (1 - x) reaches 0 in one layer with x = 1, so a
-    single large step can contract a sequence at once (the README's "Solver reach" measures
+    single large step can contract a sequence at once (docs/solver-reach.md measures
     what this asymmetry does to the solver).
     Computed in float64, an estimate of the bound for diagnostics, like :func:`minimal_duration`.
 

@@ -147,7 +147,7 @@ class Settings:
     max_moves: int = 2_000  # steer
 
 
-# Shooting shape per depth, measured on seed 11 and 12 instances (README, "Solver reach").
+# Shooting shape per depth, measured on seed 11 and 12 instances (docs/solver-reach.md).
 # Short segments with many of them do better: per start at m = 18 (seed 11, instances 0-5,
 # 16 starts each, 1000 Jacobians), 36 layers in 3 segments solved 40 of 96 fits, 72 in 6
 # segments 53, 96 in 8 segments 65, 144 in 12 segments 73 (the hardest instance 0, 1, 0, 3).
@@ -183,7 +183,7 @@ class Settings:
 # design instances (seeds 11 and 12) against 11 with segments of 12, path starts and the
 # Gauss-Newton refit (10 and 11 with only the refit or only the shape changed), and 13 of 20 on
 # the fresh seeds 54 and 55 against 12, with median times of 14 and 4.6 s against 33 and 6.7 s:
-# no worse, and faster, but a gain in reach within the noise (README).
+# no worse, and faster, but a gain in reach within the noise (docs/solver-reach.md).
 CONTINUOUS_PHASES = ({"share": 1 / 3}, {"share": 2 / 3, "scale": 2.0, "substeps": 2})
 PHASE_KEYS = {"share", "scale", "image_scale", "states", "substeps"}
 STATES = (*START_STATES, "mixed")  # Settings.states (and a phase's "states")
