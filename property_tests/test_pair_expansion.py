@@ -16,9 +16,10 @@ from verify import witness
 from verify.attention import field
 from verify.blocks import gaussian_blocks
 from verify.network import apply
+from verify.newton import chord
 from verify.pair_expansion import expansion, expansion_step, has_equilibria, park, symmetric_logits
 from verify.shape_speed import shape_speeds
-from verify.solver import Settings, _chord, solve
+from verify.solver import Settings, solve
 
 from . import independent
 
@@ -122,6 +123,6 @@ def test_unit_column_steps_keep_what_the_cut_off_drops():
     def residual(x):
         return J @ x - b
 
-    _, plain, _ = _chord(residual, lambda x: J, np.zeros(2), 1e-12)
-    x, scaled, _ = _chord(residual, lambda x: J, np.zeros(2), 1e-12, scaled=True)
+    _, plain, _ = chord(residual, lambda x: J, np.zeros(2), 1e-12)
+    x, scaled, _ = chord(residual, lambda x: J, np.zeros(2), 1e-12, scaled=True)
     assert plain == 1.0 and scaled <= 1e-12 and math.isclose(x[1], 1.0)

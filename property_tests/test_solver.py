@@ -20,7 +20,7 @@ from verify.errors import InputError, IntegrationError
 from verify.flow import flow
 from verify.invariants import check_admissible
 from verify.network import apply
-from verify.newton import levenberg_marquardt
+from verify.newton import chord, levenberg_marquardt
 from verify.rk4 import integrate_batch
 from verify.shape_speed import minimal_duration, minimal_step_total
 from verify.shooting import Shooting
@@ -31,7 +31,6 @@ from verify.solver import (
     LOSSES,
     MAX_DPS,
     Settings,
-    _chord,
     high_digits,
     refine_in_precision,
     refine_segments_in_precision,
@@ -303,7 +302,7 @@ def test_chord_halves_a_step_that_does_not_lower_the_residual():
     def derivative(x):
         return np.array([[1.0 / (1.0 + x[0] ** 2)]])
 
-    x, err, jacobians = _chord(residual, derivative, np.array([1.5]), 1e-14)
+    x, err, jacobians = chord(residual, derivative, np.array([1.5]), 1e-14)
     assert err <= 1e-14 and abs(x[0]) <= 1e-14 and jacobians <= 8
 
 

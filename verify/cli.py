@@ -88,6 +88,9 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--max-depth", type=_positive_int, default=None, help="largest number of steps/layers")
     i.add_argument("--time-budget", type=float, default=60.0, help="seconds of search (default 60)")
     i.add_argument("--search-seed", type=int, default=0, help="seed of the random starts (recorded in the witness)")
+    i.add_argument("--prune", type=float, default=0.0, metavar="SECONDS",
+                   help="then spend up to this long removing steps from the control or network found, each removal "
+                        "corrected and replayed within the tolerance (default 0: no pruning)")
     i.add_argument("--out", metavar="W.json", help="witness file to write (refuses to overwrite)")
     i.add_argument("--json", action="store_true")
     i.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -290,11 +293,13 @@ def _interpolate(args: argparse.Namespace) -> int:
     blocks = _blocks_from(args, X.shape[2])
     if not (np.isfinite(args.tolerance) and args.tolerance > 0):
         raise InputError(f"--tolerance must be a positive number, got {args.tolerance}")
+    if not (np.isfinite(args.prune) and args.prune >= 0):
+        raise InputError(f"--prune must be a number of seconds >= 0 (0: no pruning), got {args.prune}")
     if args.out:
         datafiles.ensure_new(args.out)  # before the search, not after it
     settings = solver.Settings(
         tolerance=args.tolerance, depth=args.depth, method=args.method, seed=args.search_seed,
-        time_budget=args.time_budget, **({"max_depth": args.max_depth} if args.max_depth else {}),
+        time_budget=args.time_budget, prune=args.prune, **({"max_depth": args.max_depth} if args.max_depth else {}),
     )
     quiet = args.quiet or args.json
 
@@ -306,7 +311,7 @@ def _interpolate(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {
         "success": sol.success, "message": sol.message, "error": sol.error, "depth_kind": args.depth,
         "depth": sol.depth, "total_duration": sol.total_duration, "wall_time_s": round(sol.wall_time, 3),
-        "lost_in_finish": sol.lost,
+        "lost_in_finish": sol.lost, "depth_before_pruning": sol.pruned_from,
     }
     if sol.success:
         doc = witness.make(
@@ -314,7 +319,7 @@ def _interpolate(args: argparse.Namespace) -> int:
             precision=witness.precision_label(sol.dps),
             provenance={"tool": "verify interpolate", "method": args.method, "settings": sol.settings,
                         "seeds": sol.seeds, "starts_or_moves": sol.moves, "jacobians": sol.jacobians,
-                        "wall_time_s": round(sol.wall_time, 3)},
+                        "depth_before_pruning": sol.pruned_from, "wall_time_s": round(sol.wall_time, 3)},
         )
         checked = witness.replay(witness.from_dict(doc), sol.dps)
         out["replay"] = checked

@@ -105,7 +105,7 @@ from .flow import flow
 from .hall import basis, counting_degree, degree
 from .invariants import check_admissible, predicted_rank
 from .network import apply, propagated_rounding
-from .newton import levenberg_marquardt
+from .newton import chord, chord_in_precision, levenberg_marquardt
 from .pair_expansion import expansion
 from .rank import degree_scales
 from .shape_speed import minimal_duration, minimal_step_total, shape_speeds, slowest
@@ -145,6 +145,8 @@ class Settings:
     # large layer (verify.pair_expansion), then search from there; 0: never
     time_budget: float = 60.0  # seconds of wall time
     max_moves: int = 2_000  # steer
+    prune: float = 0.0  # seconds (beyond time_budget) of greedy pruning of a found control or network
+    # (verify.pruning, prune_found); 0: none
 
 
 # Shooting shape per depth, measured on seed 11 and 12 instances (docs/solver-reach.md).
@@ -253,6 +255,7 @@ class Solution:
     seeds: list[Any] = field(default_factory=list)
     dps: int | None = None  # None: the steps are float64 and replay in float64; else replay at dps digits
     lost: dict[str, int] = field(default_factory=dict)  # fits lost in the finish, by stage (LOSSES); lm only
+    pruned_from: int | None = None  # the depth before pruning (Settings.prune), when pruning removed steps
 
 
 def image(blocks: Sequence[Block], steps: Steps, X: np.ndarray, depth: str) -> np.ndarray | None:
@@ -308,6 +311,15 @@ def solve(
     progress: Callable[[str], None] | None = None,
 ) -> Solution:
     """Find a control (continuous) or network (finite) taking X to Y; see module docstring."""
+    if not settings.prune >= 0:
+        raise InputError(f"prune must be a number of seconds >= 0 (0: no pruning), got {settings.prune}")
+    sol = _solve(blocks, X, Y, settings, progress)
+    if sol.success and settings.prune > 0:
+        return prune_found(blocks, X, Y, sol, resolve(settings), progress)
+    return sol
+
+
+def _solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     if settings.depth not in DEPTH_DEFAULTS:
         raise InputError(f"unknown depth {settings.depth!r}; choose 'continuous' or 'finite'")
     if settings.states not in (*STATES, None):
@@ -398,9 +410,9 @@ def _expanded_solve(blocks, X, Y, tight: list[int], settings: Settings, progress
             with precision(dps):
                 return apply(blocks, steps, X, dps=dps, sensitivities=True).d_steps[:, len(pre):].astype(float)
 
-        h, err, _ = _chord_in_precision(residual, jacobian, h, 0.1 * tol, dps, t0 + budget, 8)
-        if err > 0.1 * tol:  # stalled: the small singular values lost (_chord, scaled)
-            h, err, _ = _chord_in_precision(residual, jacobian, h, 0.1 * tol, dps, t0 + budget, 8, scaled=True)
+        h, err, _ = chord_in_precision(residual, jacobian, h, 0.1 * tol, dps, t0 + budget, 8)
+        if err > 0.1 * tol:  # stalled: the small singular values lost (chord, scaled)
+            h, err, _ = chord_in_precision(residual, jacobian, h, 0.1 * tol, dps, t0 + budget, 8, scaled=True)
         steps = pre + [(b, t) for b, t in zip(pattern, h, strict=True)]
         if err + 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in steps], X, 10.0**-dps) > tol:
             return failed(f"the chained network, corrected at {dps} digits, missed by {err:.2e}", sol.jacobians)
@@ -520,7 +532,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             if refit.found is None:  # a refit that stopped short of the deadline was lost to it
                 return "deadline" if refit.timed_out else "refit"
             x = refit.found
-        x, seg_err, jac = _chord(lambda z: sh.system(z[None], exact_flow=True)[0][0],
+        x, seg_err, jac = chord(lambda z: sh.system(z[None], exact_flow=True)[0][0],
                                  lambda z: sh.system(z[None], True, exact_flow=True)[1][0], x, 0.01 * tol, deadline)
         extra_jacobians[0] += jac
         if seg_err > 0.1 * tol:
@@ -549,15 +561,13 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         gain = max(float(np.abs(r0).max()) / max(seg_err, 1e-300), 1.0)  # what the chaining amplified
         err = math.inf
         if 2.0**-52 * gain <= 0.1 * tol:  # else float64 chord steps cannot reach the tolerance
-            h, err, jac = _chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol,
+            h, err, jac = chord(lambda z: _residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol,
                                  deadline, r=r0)
             extra_jacobians[0] += jac
         control, exact_residual, dps = list(zip(pattern, map(float, h), strict=True)), None, FLOW_DPS
         if err <= tol:
-            exact = high_precision_end(blocks, control, X, "continuous", dps, deadline)
-            exact_residual = (exact - Y).ravel().astype(float)
-            drift = float(np.abs((exact - image(blocks, control, X, "continuous")).astype(float)).max())
-            if float(np.abs(exact_residual).max()) + 2 * drift <= tol:  # another float64 replay twice as far still passes
+            exact_residual, drift = float_replay_check(blocks, control, X, Y, deadline)
+            if float(np.abs(exact_residual).max()) + 2 * drift <= tol:
                 return control, err, None
             dps = high_digits(amplification(drift), tol, FLOW_DPS)
             if dps is None:
@@ -727,9 +737,121 @@ def high_precision_end(blocks, steps, X, depth: str, dps: int = HIGH_DPS, deadli
         return flow(blocks, steps, X, dps=dps, deadline=deadline).end
 
 
+def float_replay_check(blocks, control, X, Y, deadline: float = math.inf) -> tuple[np.ndarray, float]:
+    """The residual (flattened, rounded to float64) of a float64 control at ``FLOW_DPS`` digits,
+    and the drift of its float64 replay from that image.  The control is returned as float64
+    when max |residual| + 2 drift is within tolerance: another float64 replay, twice as far
+    from the exact flow, still passes."""
+    exact = high_precision_end(blocks, control, X, "continuous", FLOW_DPS, deadline)
+    drift = float(np.abs((exact - image(blocks, control, X, "continuous")).astype(float)).max())
+    return (exact - Y).ravel().astype(float), drift
+
+
+def exact_jacobian(blocks, pattern, z, X, depth: str, deadline: float = math.inf) -> np.ndarray:
+    """The float64 Jacobian of the image with respect to the step sizes (finite: the layers'
+    step derivatives) or durations (continuous: the flow's exact sensitivities) z."""
+    steps = list(zip(pattern, np.asarray(z, dtype=float), strict=True))
+    if depth == "finite":
+        return apply(blocks, steps, X, sensitivities=True).d_steps
+    return flow(blocks, steps, X, sensitivities=True, deadline=deadline).d_durations
+
+
+def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) -> Solution:
+    """``sol`` with its control or network pruned for ``settings.prune`` seconds
+    (:mod:`verify.pruning`: greedy, each step driven to zero by continuation).  Each stage's
+    correction is chord steps with the exact Jacobian (:func:`chord`; at the solution's own
+    digits when it has them, as :func:`refine_in_precision` takes them), towards tolerance / 10
+    at the last stage, and a shorter control or network is kept only if it passes the test the
+    solver applied to ``sol``: finite depth, its error plus twice its propagated rounding
+    within tolerance; continuous depth in float64, its ``FLOW_DPS``-digit residual plus twice
+    its float64 drift (:func:`float_replay_check`); at high precision, its error there.
+    Returns ``sol`` with what was removed, or with a message that nothing could be.
+
+    >>> import numpy as np
+    >>> from verify.blocks import gaussian_blocks
+    >>> X, Y = np.random.default_rng(0).normal(size=(2, 1, 2, 2))
+    >>> blocks = gaussian_blocks(1, 2)
+    >>> sol = solve(blocks, X, Y, Settings(depth="finite", prune=5.0))
+    >>> sol.success, sol.depth < sol.pruned_from, replay_error(blocks, sol.steps, X, Y, "finite") <= 1e-10
+    (True, True, True)
+    """
+    from .pruning import prune, remove, shrink
+
+    t0, tol, dps, depth = time.perf_counter(), settings.tolerance, sol.dps, settings.depth
+    deadline = t0 + settings.prune
+    pattern: list[int] = []  # the pattern of the control being pruned
+    errors = [sol.error]  # the error of the last control kept
+
+    def residual(h):
+        if dps is None:
+            return _residual(blocks, pattern, h, X, Y, depth)
+        return (high_precision_end(blocks, list(zip(pattern, h, strict=True)), X, depth, dps, deadline) - Y).ravel().astype(float)
+
+    def correct(h, k, aim):
+        """h with its entries other than k moved by chord steps towards max |r| <= aim."""
+        free = np.arange(len(h)) != k
+
+        def full(z):
+            out = h.copy()
+            out[free] = z
+            return out
+
+        def jacobian(z):
+            if dps is not None and depth == "finite":  # the float64 one of an unstable network is not even a chord's
+                with precision(dps):
+                    steps = list(zip(pattern, full(z), strict=True))
+                    return apply(blocks, steps, X, dps=dps, sensitivities=True).d_steps[:, free].astype(float)
+            return exact_jacobian(blocks, pattern, full(z), X, depth, deadline)[:, free]
+
+        if dps is None:  # damped steps: the free columns can be nearly dependent
+            z, info = levenberg_marquardt(lambda z: (residual(full(z)), jacobian(z)), h[free], tol=aim, max_iter=12,
+                                          deadline=deadline, gauss_newton_first=True,
+                                          residual_only=lambda z: residual(full(z)))
+            err = info["residual"]
+        else:
+            z, err, _ = chord_in_precision(lambda z: residual(full(z)), jacobian, h[free], aim, dps, deadline, 8)
+        return full(z), err
+
+    def passes(steps) -> bool:
+        if dps is None and depth == "continuous":
+            exact, drift = float_replay_check(blocks, steps, X, Y, deadline)
+            err, bound = replay_error(blocks, steps, X, Y, depth), float(np.abs(exact).max()) + 2 * drift
+        else:
+            err = bound = float(np.abs(residual([t for _, t in steps])).max())
+            if depth == "finite":
+                unit = 10.0**-dps if dps else 2.0**-52
+                bound += 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in steps], X, unit)
+        if bound <= tol:
+            errors[0] = err
+        return bound <= tol
+
+    def drop(steps, k):
+        pattern[:] = [b for b, _ in steps]
+        h = np.array([t for _, t in steps], dtype=object if dps else float)
+        try:
+            h = shrink(correct, h, k, 0.1 * tol, deadline=deadline)
+            if h is None:
+                return None
+            out = remove([(b, t if dps else float(t)) for b, t in zip(pattern, h, strict=True)], k, depth == "continuous")
+            pattern[:] = [b for b, _ in out]
+            return out if passes(out) else None
+        except IntegrationError:  # an overflowing correction, or the deadline
+            return None
+
+    steps, attempts = prune(sol.steps, drop, deadline=deadline, progress=progress)
+    seconds = time.perf_counter() - t0
+    if len(steps) == sol.depth:
+        return replace(sol, message=f"{sol.message}; no step could be pruned ({attempts} tried, {seconds:.1f} s)",
+                       wall_time=sol.wall_time + seconds)
+    total = float(sum(abs(float(t)) for _, t in steps))
+    return replace(sol, steps=steps, error=errors[0], depth=len(steps), total_duration=total,
+                   message=f"{sol.message}; pruned from {sol.depth} to {len(steps)} steps ({attempts} removals tried, "
+                           f"{seconds:.1f} s)", wall_time=sol.wall_time + seconds, pruned_from=sol.depth)
+
+
 def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline: float = math.inf,
                         max_iter: int = 8, depth: str = "finite", jacobian=None, r=None) -> tuple[list, float, int]:
-    """:func:`_chord` on a network or control whose float64 replay is too unstable for the
+    """:func:`chord` on a network or control whose float64 replay is too unstable for the
     tolerance: the residual at ``dps`` digits (steps kept at ``dps`` digits; its float64
     rounding is accurate to 16 digits of itself), the step from a float64 Jacobian of the step
     sizes or durations (by default the layer derivatives, or the flow's duration sensitivities;
@@ -739,22 +861,16 @@ def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline
     def residual(z):
         return (high_precision_end(blocks, list(zip(pattern, z, strict=True)), X, depth, dps, deadline) - Y).ravel().astype(float)
 
-    def exact_jacobian(z):
-        steps = list(zip(pattern, z, strict=True))
-        if depth == "finite":
-            return apply(blocks, steps, X, sensitivities=True).d_steps
-        return flow(blocks, steps, X, sensitivities=True).d_durations
-
     def float_jacobian(z):
-        return (jacobian or exact_jacobian)(z.astype(float))
+        return jacobian(z.astype(float)) if jacobian else exact_jacobian(blocks, pattern, z, X, depth, deadline)
 
-    hm, err, jacobians = _chord_in_precision(residual, float_jacobian, h, tol, dps, deadline, max_iter, r)
+    hm, err, jacobians = chord_in_precision(residual, float_jacobian, h, tol, dps, deadline, max_iter, r)
     return [(b, t) for b, t in zip(pattern, hm, strict=True) if t != 0], err, jacobians
 
 
 def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps: int, deadline: float = math.inf,
                                  max_iter: int = 8) -> tuple[np.ndarray, float, int]:
-    """:func:`_chord` on a shooting system (step sizes or durations, and intermediate states):
+    """:func:`chord` on a shooting system (step sizes or durations, and intermediate states):
     each segment's residual at ``dps`` digits (its network, or for ``scheme="rk4"`` the exact
     flow of its control), the step from the float64 shooting Jacobian.  A chained network or
     control multiplies the segment residuals by the Jacobians of the segments after them (1e8
@@ -773,61 +889,7 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
     def jacobian(z):
         return shoot.system(z.astype(float)[None], True, exact_flow=depth == "continuous")[1][0]
 
-    return _chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter)
-
-
-def _chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter, r=None, scaled: bool = False):
-    """:func:`_chord` with x kept as mpmath numbers at ``dps`` digits (floats converted exactly,
-    mpmath numbers kept as they are)."""
-    import mpmath
-
-    with precision(dps):
-        return _chord(residual, jacobian, np.array([mpmath.mpf(v) for v in x], dtype=object), tol, deadline, max_iter, r,
-                      scaled)
-
-
-def _chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int = 8, r=None, scaled: bool = False):
-    """x - J(x)^+ r(x) repeated while max |r| falls, with an approximate Jacobian J (a chord
-    method: each step gains about as many digits as J agrees with the exact derivative).
-    A step that does not lower max |r| is tried once more at half its length (from 6e-3 on
-    the segments of seed 11 m = 18 instance 5, the full step raised it to 7e-3 and the next
-    one would have brought it to 5e-7; the half step lowered it to 5e-3).
-    Stops at max |r| <= tol, when neither lowers the residual or a residual, Jacobian or step
-    is not finite (an overflow), or at the deadline; returns the last x, its max |r| and the
-    number of Jacobians evaluated.  ``r`` is the residual at x when the caller has it already.
-    With ``scaled`` the least-squares step is taken on J with unit columns (D^-1 (J D^-1)^+ r,
-    D the column norms), so that the cut-off of small singular values (1e-13 of the largest)
-    is relative to a balanced matrix: a network whose first layers move its end 1e19 times as
-    far as its last (seen after a large expansion layer, seed 33, m = 8, instance 4) otherwise
-    loses the directions of the last layers, and Newton stalls (there at 1.5e-8, from 900).
-    From far off the plain minimum-norm step does better (it moves the sensitive layers least)."""
-    r = residual(x) if r is None else r
-    err, jacobians = float(np.abs(r).max()), 0
-    while err > tol and jacobians < max_iter and time.perf_counter() < deadline:
-        J = jacobian(x)
-        jacobians += 1
-        if not (np.all(np.isfinite(J)) and math.isfinite(err)):  # an integration overflowed: no step to take
-            break
-        with np.errstate(all="ignore"):
-            if scaled:
-                norms = np.linalg.norm(J, axis=0)
-                norms[norms == 0] = 1.0
-                step = np.linalg.lstsq(J / norms, -r, rcond=1e-13)[0] / norms
-            else:
-                step = np.linalg.lstsq(J, -r, rcond=1e-13)[0]
-        accepted = None
-        for fraction in (1.0, 0.5):  # a Newton step that converges need not lower max |r| at once
-            trial = x + fraction * step
-            if not np.all(np.isfinite(trial.astype(float))):
-                break
-            r_trial = residual(trial)
-            if float(np.abs(r_trial).max()) < err:
-                accepted = trial, r_trial, float(np.abs(r_trial).max())
-                break
-        if accepted is None:
-            break
-        x, r, err = accepted
-    return x, err, jacobians
+    return chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter)
 
 
 def _residual(blocks, pattern, h, X, Y, depth) -> np.ndarray:
