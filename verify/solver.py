@@ -759,9 +759,12 @@ def exact_jacobian(blocks, pattern, z, X, depth: str, deadline: float = math.inf
 def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) -> Solution:
     """``sol`` with its control or network pruned for ``settings.prune`` seconds
     (:mod:`verify.pruning`: greedy, each step driven to zero by continuation).  Each stage's
-    correction is chord steps with the exact Jacobian (:func:`chord`; at the solution's own
-    digits when it has them, as :func:`refine_in_precision` takes them), towards tolerance / 10
-    at the last stage, and a shorter control or network is kept only if it passes the test the
+    correction, towards tolerance / 10 at the last stage, is Levenberg-Marquardt on the exact
+    Jacobian (Gauss-Newton steps first; the columns left can be nearly dependent) or, for a
+    solution at high precision, chord steps on its residuals at its own digits
+    (:func:`chord_in_precision`, with the float64 Jacobian; a network's computed at those
+    digits, as the float64 one of so unstable a network is not even a chord's).  A shorter
+    control or network is kept only if it passes the test the
     solver applied to ``sol``: finite depth, its error plus twice its propagated rounding
     within tolerance; continuous depth in float64, its ``FLOW_DPS``-digit residual plus twice
     its float64 drift (:func:`float_replay_check`); at high precision, its error there.
@@ -788,7 +791,7 @@ def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) 
         return (high_precision_end(blocks, list(zip(pattern, h, strict=True)), X, depth, dps, deadline) - Y).ravel().astype(float)
 
     def correct(h, k, aim):
-        """h with its entries other than k moved by chord steps towards max |r| <= aim."""
+        """h with its entries other than k moved towards max |r| <= aim, and the max |r| reached."""
         free = np.arange(len(h)) != k
 
         def full(z):
@@ -797,13 +800,13 @@ def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) 
             return out
 
         def jacobian(z):
-            if dps is not None and depth == "finite":  # the float64 one of an unstable network is not even a chord's
+            if dps is not None and depth == "finite":
                 with precision(dps):
                     steps = list(zip(pattern, full(z), strict=True))
                     return apply(blocks, steps, X, dps=dps, sensitivities=True).d_steps[:, free].astype(float)
             return exact_jacobian(blocks, pattern, full(z), X, depth, deadline)[:, free]
 
-        if dps is None:  # damped steps: the free columns can be nearly dependent
+        if dps is None:
             z, info = levenberg_marquardt(lambda z: (residual(full(z)), jacobian(z)), h[free], tol=aim, max_iter=12,
                                           deadline=deadline, gauss_newton_first=True,
                                           residual_only=lambda z: residual(full(z)))
