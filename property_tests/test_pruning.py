@@ -12,7 +12,7 @@ import pytest
 from theorems.reach import instance
 from verify.blocks import gaussian_blocks
 from verify.flow import flow
-from verify.pruning import PATIENCE, shrink
+from verify.pruning import shrink
 from verify.solver import Settings, Solution, prune_found, solve
 
 from . import independent
@@ -56,7 +56,7 @@ def test_a_removal_that_leaves_too_few_durations_is_refused():
     found = Solution(True, "found", control, 0.0, len(control), 2.0, 1, 1, 0.0)
     sol = prune_found(blocks, X, Y, found, Settings(prune=60))
     assert sol.steps == control and sol.pruned_from is None
-    assert f"no step could be pruned ({PATIENCE} tried" in sol.message
+    assert "no step could be pruned" in sol.message  # (PATIENCE tried, unless a slow machine hits the 60 s first)
 
 
 def test_shrink_takes_short_stages_where_long_ones_fail():
