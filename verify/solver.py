@@ -25,7 +25,8 @@ invariant forbids:
   and replays there.
   Continuous depth fits an RK4 surrogate of the flows (:mod:`verify.rk4`, ``substeps`` RK4
   steps per control step) to 1e-3, refits on RK4 steps of half, a quarter and an eighth the
-  size (the same Levenberg-Marquardt steps on that one member, to 1e-8), then takes chord steps
+  size (Levenberg-Marquardt on that one member to 1e-8: plain steps, and the search's
+  accelerated ones if those stall, ``REFIT_ACCELERATIONS``), then takes chord steps
   on the exact flows of the segments (Taylor residuals and Jacobians, the segments' flows in
   lock step, :func:`verify.flow.flow_batch`) and, after chaining, on the whole control (the
   exact Jacobian of its flow).  The control is then replayed at ``FLOW_DPS`` digits: unless its error there plus
@@ -522,9 +523,10 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         return net, err, dps
 
     def finish_continuous(sh: Shooting, x, reverse: bool):
-        """RK4 surrogate solved to 1e-3: Levenberg-Marquardt (the search's, on this member)
-        on RK4 steps of half, a quarter and an eighth the size to 1e-8; chord steps on the
-        exact flows of the segments (exact Taylor residuals, RK4 Jacobians); chaining (flows
+        """RK4 surrogate solved to 1e-3: Levenberg-Marquardt on this member (plain steps, then
+        the search's accelerated ones if they stall) on RK4 steps of half, a quarter and an
+        eighth the size to 1e-8; chord steps on the exact flows of the segments (Taylor
+        residuals and exact Jacobians); chaining (flows
         compose exactly; a control of the inverse problem is reversed, durations negated:
         the inverse flow); chord steps on the whole control when the chaining amplified the
         residual past tolerance / 10, in float64 and, if that stalls above the tolerance or
