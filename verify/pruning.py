@@ -4,8 +4,8 @@ The solver's controls have about 10 m steps (networks 6 m layers) for the m equa
 Phi(X) = Y, so near a solution the solutions form a manifold of dimension L - m, and on it
 there are points where a chosen step's duration (or step size) is 0.  :func:`shrink` walks
 there by continuation: it scales that duration by 1 - theta, theta rising from 0 to 1 in
-adaptive stages, and after each stage lets ``correct`` (the solver's chord steps on the exact
-Jacobian, with that duration held) move the others back onto the targets.  At theta = 1 the
+adaptive stages, and after each stage lets ``correct`` (the solver's Newton-type steps on the
+exact Jacobian, with that duration held) move the others back onto the targets.  At theta = 1 the
 step is the identity and is dropped; in continuous depth the two steps around it, now of the
 same block, merge into one exactly, exp(a F) exp(b F) = exp((a + b) F)
 (:func:`verify.steering.merge`).  Removing a step at once and correcting from there fails on
@@ -77,7 +77,7 @@ def shrink(correct: Callable[[np.ndarray, int, float], tuple[np.ndarray, float]]
            stage_tol: float = STAGE_TOL, min_stage: float = MIN_STAGE, deadline: float = math.inf) -> np.ndarray | None:
     """Durations (or step sizes) near h with h[k] = 0 and the image on the targets, by
     continuation (module docstring): stage theta sets h[k] = (1 - theta) h_k and calls
-    ``correct(trial, k, t)``, which returns the trial with its other entries corrected and the
+    ``correct(trial, k, aim)``, which returns the trial with its other entries corrected and the
     max |residual| reached; a stage is kept when that is within ``stage_tol`` (``tol`` at the
     last stage, theta = 1).  The stage length doubles after a kept stage and halves after a
     failed one; None when it falls below ``min_stage`` or the deadline passes."""
