@@ -323,7 +323,7 @@ def solve(
         raise InputError(f"prune must be a number of seconds >= 0 (0: no pruning), got {settings.prune}")
     sol = _solve(blocks, X, Y, settings, progress)
     if sol.success and settings.prune > 0:
-        return prune_found(blocks, X, Y, sol, resolve(settings), progress)
+        return prune_found(blocks, X, Y, sol, settings, progress)
     return sol
 
 
@@ -409,14 +409,13 @@ def _expanded_solve(blocks, X, Y, tight: list[int], settings: Settings, progress
         if dps is None:
             return failed(f"the chained network needs more than {MAX_DPS} digits", sol.jacobians)
 
-        def residual(z):
-            end = high_precision_end(blocks, pre + list(zip(pattern, z, strict=True)), X, "finite", dps)
-            return (end - Y).ravel().astype(float)
+        whole_pattern = [b for b, _ in pre] + pattern  # the parking layers, then the search's
 
-        def jacobian(z):  # at dps digits too: the float64 one of an unstable network is not even a chord's
-            steps = pre + list(zip(pattern, z, strict=True))
-            with precision(dps):
-                return apply(blocks, steps, X, dps=dps, sensitivities=True).d_steps[:, len(pre):].astype(float)
+        def residual(z):
+            return _residual(blocks, whole_pattern, [t for _, t in pre] + list(z), X, Y, "finite", dps)
+
+        def jacobian(z):  # at dps digits too (exact_jacobian)
+            return exact_jacobian(blocks, whole_pattern, [t for _, t in pre] + list(z), X, "finite", dps=dps)[:, len(pre):]
 
         h, err, _ = chord_in_precision(residual, jacobian, h, 0.1 * tol, dps, t0 + budget, 8)
         if err > 0.1 * tol:  # stalled: the small singular values lost (chord, scaled)
@@ -564,8 +563,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         def jacobian(z):
             z = np.asarray(z, dtype=float)
             if last[0] is None or not np.array_equal(last[0], z):
-                control = list(zip(pattern, z, strict=True))
-                last[:] = z, flow(blocks, control, X, sensitivities=True, deadline=deadline).d_durations
+                last[:] = z, exact_jacobian(blocks, pattern, z, X, "continuous", deadline)
             return last[1]
 
         pattern, h = whole(x)
@@ -759,9 +757,14 @@ def float_replay_check(blocks, control, X, Y, deadline: float = math.inf) -> tup
     return (exact - Y).ravel().astype(float), drift
 
 
-def exact_jacobian(blocks, pattern, z, X, depth: str, deadline: float = math.inf) -> np.ndarray:
+def exact_jacobian(blocks, pattern, z, X, depth: str, deadline: float = math.inf, dps: int | None = None) -> np.ndarray:
     """The float64 Jacobian of the image with respect to the step sizes (finite: the layers'
-    step derivatives) or durations (continuous: the flow's exact sensitivities) z."""
+    step derivatives) or durations (continuous: the flow's exact sensitivities) z.  With
+    ``dps`` (finite depth), a network's computed at that many digits from z as given, then
+    rounded: the float64 one of a network unstable enough to need them is not even a chord's."""
+    if dps is not None and depth == "finite":
+        with precision(dps):
+            return apply(blocks, list(zip(pattern, z, strict=True)), X, dps=dps, sensitivities=True).d_steps.astype(float)
     steps = list(zip(pattern, np.asarray(z, dtype=float), strict=True))
     if depth == "finite":
         return apply(blocks, steps, X, sensitivities=True).d_steps
@@ -798,9 +801,7 @@ def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) 
     errors = [sol.error]  # the error of the last control kept
 
     def residual(h):
-        if dps is None:
-            return _residual(blocks, pattern, h, X, Y, depth)
-        return (high_precision_end(blocks, list(zip(pattern, h, strict=True)), X, depth, dps, deadline) - Y).ravel().astype(float)
+        return _residual(blocks, pattern, h, X, Y, depth, dps, deadline)
 
     def correct(h, k, aim):
         """h with its entries other than k moved towards max |r| <= aim, and the max |r| reached."""
@@ -812,11 +813,7 @@ def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) 
             return out
 
         def jacobian(z):
-            if dps is not None and depth == "finite":
-                with precision(dps):
-                    steps = list(zip(pattern, full(z), strict=True))
-                    return apply(blocks, steps, X, dps=dps, sensitivities=True).d_steps[:, free].astype(float)
-            return exact_jacobian(blocks, pattern, full(z), X, depth, deadline)[:, free]
+            return exact_jacobian(blocks, pattern, full(z), X, depth, deadline, dps)[:, free]
 
         if dps is None:
             z, info = levenberg_marquardt(lambda z: (residual(full(z)), jacobian(z)), h[free], tol=aim, max_iter=12,
@@ -874,7 +871,7 @@ def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline
     residual at h at ``dps`` digits, which is then not computed again).  Returns the steps (as
     mpmath numbers), the last max |r| and the Jacobians used."""
     def residual(z):
-        return (high_precision_end(blocks, list(zip(pattern, z, strict=True)), X, depth, dps, deadline) - Y).ravel().astype(float)
+        return _residual(blocks, pattern, z, X, Y, depth, dps, deadline)
 
     def float_jacobian(z):
         return jacobian(z.astype(float)) if jacobian else exact_jacobian(blocks, pattern, z, X, depth, deadline)
@@ -907,9 +904,14 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
     return chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter)
 
 
-def _residual(blocks, pattern, h, X, Y, depth) -> np.ndarray:
-    """image - target (flattened) of the steps (pattern[l], h[l]); inf on overflow."""
-    end = image(blocks, list(zip(pattern, h, strict=True)), X, depth)
+def _residual(blocks, pattern, h, X, Y, depth, dps: int | None = None, deadline: float = math.inf) -> np.ndarray:
+    """image - target (flattened) of the steps (pattern[l], h[l]); inf on overflow.  With
+    ``dps``, the image at that many digits (:func:`high_precision_end`, which raises
+    :class:`IntegrationError` on overflow or past ``deadline``), rounded to float64."""
+    steps = list(zip(pattern, h, strict=True))
+    if dps is not None:
+        return (high_precision_end(blocks, steps, X, depth, dps, deadline) - Y).ravel().astype(float)
+    end = image(blocks, steps, X, depth)
     return np.full(X.size, np.inf) if end is None else end.ravel() - Y.ravel()
 
 
