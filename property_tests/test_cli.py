@@ -178,6 +178,8 @@ def test_rank_causal_reports_gl_d(tmp_path):
     (["--inputs", "X.npy", "--blocks", "NOTJSON.json"], "not valid JSON"),
     (["--inputs", "X.npy", "--blocks", "X.npy"], "not a UTF-8 text file"),
     (["--inputs", "TXT.txt", "--seed", "1"], "unknown file type"),
+    (["--inputs", "HUGE.npy", "--seed", "1"], "exceeds 1e+150"),
+    (["--inputs", "LARGE.npy", "--seed", "1"], "overflow float64"),
 ])
 def test_rank_refuses_bad_input(tmp_path, args, message):
     import numpy as np
@@ -189,6 +191,31 @@ def test_rank_refuses_bad_input(tmp_path, args, message):
     np.save(tmp_path / "NAN.npy", nan)
     (tmp_path / "NOTJSON.json").write_text("{")
     (tmp_path / "TXT.txt").write_text("1 2 3")
+    spread = np.random.default_rng(0).normal(size=(2, 2, 2))
+    np.save(tmp_path / "HUGE.npy", 1e200 * spread)
+    np.save(tmp_path / "LARGE.npy", 1e50 * spread)  # below the refusal at load, but the brackets overflow
     r = run("rank", *args, cwd=tmp_path)
     assert r.returncode == 2, r.stdout
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr
+
+
+@pytest.mark.parametrize("command", [["rank", "--inputs", "X.npy", "--seed"], ["run", "--seed"], ["selfcheck", "--seed"],
+                                     ["interpolate", "--inputs", "X.npy", "--targets", "X.npy", "--seed"],
+                                     ["interpolate", "--inputs", "X.npy", "--targets", "X.npy", "--seed", "0",
+                                      "--search-seed"]])
+@pytest.mark.parametrize("seed", ["-1", "2.5"])
+def test_seeds_must_be_whole_numbers_from_zero(tmp_path, command, seed):
+    import numpy as np
+
+    np.save(tmp_path / "X.npy", np.random.default_rng(0).normal(size=(1, 2, 2)))
+    r = run(*command, seed, cwd=tmp_path)
+    assert r.returncode == 2 and "expected a whole number >= 0" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("command", [["run", "--profile", "quick"], ["selfcheck", "--quick"]])
+def test_an_out_path_that_is_a_file_is_refused_before_any_work(tmp_path, command):
+    taken = tmp_path / "taken.txt"
+    taken.write_text("the user's")
+    r = run(*command, "--out", str(taken))
+    assert r.returncode == 2 and "is not a directory" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and taken.read_text() == "the user's"

@@ -91,7 +91,12 @@ def test_orientation_and_order_obstructions():
                                                    ("phases", ({"share": 1.0, "scale": -1.0},), "positive 'scale'"),
                                                    ("phases", ({"share": 1.0, "substeps": 1.5},), "whole 'substeps'"),
                                                    ("phases", ({"share": 1.0, "steps": 3},), "give each"),
-                                                   ("phases", ({"share": 1.0, "states": "random"},), "'states'")])
+                                                   ("phases", ({"share": 1.0, "states": "random"},), "'states'"),
+                                                   ("time_budget", float("nan"), "time budget must be a positive"),
+                                                   ("time_budget", -1.0, "time budget must be a positive"),
+                                                   ("tolerance", 0.0, "tolerance must be a positive"),
+                                                   ("seed", -1, "search seed must be a whole number"),
+                                                   ("seed", 1.5, "search seed must be a whole number")])
 def test_unknown_settings_are_refused(field, value, message):
     X, Y, blocks = instance(4, 0)
     with pytest.raises(InputError, match=message):

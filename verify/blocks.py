@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from . import validate
 from .errors import InputError
 
 
@@ -55,7 +56,7 @@ def gaussian_blocks(
     """The two blocks of DESIGN §2 drawn from ``default_rng(seed)`` with entries N(0, 1/d)."""
     if d < 1:
         raise InputError(f"token dimension d must be at least 1, got {d}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(validate.seed(seed, "the blocks' seed"))
     mats = rng.normal(0.0, 1.0 / np.sqrt(d), size=(2, 3, d, d))
     return tuple(  # type: ignore[return-value]
         Block(m[0], m[1], m[2], beta=beta, causal=causal, name=f"seed {seed}, block {b}")

@@ -36,6 +36,13 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _seed(text: str) -> int:
+    try:
+        return validate.seed(int(text))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="verify",
@@ -59,7 +66,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--inputs", required=True, metavar="X", help="collection (N, n, d) as .npy, .npz or .json")
     src = r.add_mutually_exclusive_group(required=True)
     src.add_argument("--blocks", metavar="B.json", help="JSON with a 'blocks' field (a witness file works)")
-    src.add_argument("--seed", type=int, help="Gaussian blocks from this seed")
+    src.add_argument("--seed", type=_seed, help="Gaussian blocks from this seed")
     r.add_argument("--dim", type=_positive_int, help="token dimension d for --seed (default: the data's)")
     r.add_argument("--causal", action="store_true", help="causal masking (overrides the blocks file)")
     r.add_argument("--beta", type=float, default=None, help="inverse temperature (default 1, or the blocks file's)")
@@ -77,7 +84,7 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--targets", required=True, metavar="Y")
     src = i.add_mutually_exclusive_group(required=True)
     src.add_argument("--blocks", metavar="B.json", help="JSON with a 'blocks' field (a witness file works)")
-    src.add_argument("--seed", type=int, help="Gaussian blocks from this seed")
+    src.add_argument("--seed", type=_seed, help="Gaussian blocks from this seed")
     i.add_argument("--dim", type=_positive_int, help="token dimension d for --seed (default: the data's)")
     i.add_argument("--causal", action="store_true")
     i.add_argument("--beta", type=float, default=None)
@@ -87,7 +94,7 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--dps", type=_positive_int, default=None, help="also replay the witness at this many digits")
     i.add_argument("--max-depth", type=_positive_int, default=None, help="largest number of steps/layers")
     i.add_argument("--time-budget", type=float, default=60.0, help="seconds of search (default 60)")
-    i.add_argument("--search-seed", type=int, default=0, help="seed of the random starts (recorded in the witness)")
+    i.add_argument("--search-seed", type=_seed, default=0, help="seed of the random starts (recorded in the witness)")
     i.add_argument("--prune", type=float, default=0.0, metavar="SECONDS",
                    help="then spend up to this long removing steps from the control or network found, each removal "
                         "corrected and replayed within the tolerance (default 0: no pruning)")
@@ -102,7 +109,7 @@ def parser() -> argparse.ArgumentParser:
                    help=f"one of {', '.join(THEOREM_NAMES)} (repeatable; default: all)")
     t.add_argument("--profile", choices=["quick", "standard", "paper"], default="quick",
                    help="instance sizes and solver budgets (default quick: a few minutes on 2 cores)")
-    t.add_argument("--seed", type=int, default=0, help="seed of the blocks and of every instance (default 0)")
+    t.add_argument("--seed", type=_seed, default=0, help="seed of the blocks and of every instance (default 0)")
     t.add_argument("--out", default="reports",
                    help="directory for verification.json, summary.md and appendix/ (default: reports)")
     t.add_argument("--no-reach", action="store_true",
@@ -119,7 +126,7 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("selfcheck", help="run the engine's self-checks and write reports/verification.json",
                        description="Conventions and invariants of the engine measured on seeded instances.")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=_seed, default=0)
     s.add_argument("--quick", action="store_true", help="one small shape instead of four")
     s.add_argument("--out", default="reports", help="directory for verification.json (default: reports)")
     s.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -144,6 +151,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _selfcheck(args: argparse.Namespace) -> int:
+    datafiles.output_directory(args.out)
     t0 = time.perf_counter()
     checks = selfcheck.run(args.seed, selfcheck.QUICK_SHAPES if args.quick else selfcheck.STANDARD_SHAPES)
     doc = report.document("engine-selfcheck", args.seed, checks, {"total_s": round(time.perf_counter() - t0, 3)})
@@ -166,6 +174,7 @@ def _run(args: argparse.Namespace) -> int:
         if not quiet:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
+    datafiles.output_directory(args.out)
     t0 = time.perf_counter()
     theorems, seconds = registry.run(args.theorem, args.profile, args.seed, progress)
     timings: dict = {"theorems": seconds}
@@ -216,7 +225,7 @@ def _appendix(args: argparse.Namespace) -> int:
         raise InputError(f"{path}: not a readable JSON report ({e})") from None
     if not isinstance(doc, dict) or doc.get("schema") != report.THEOREM_SCHEMA:
         raise InputError(f"{path}: not a theorem report (schema {report.THEOREM_SCHEMA!r}); `verify run` writes one")
-    out = Path(args.out) if args.out else path.parent / "appendix"
+    out = datafiles.output_directory(args.out if args.out else path.parent / "appendix")
     written = appendix.write(doc, out)
     print(f"wrote {', '.join(str(p) for p in written)}")
     return EXIT_OK

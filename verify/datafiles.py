@@ -48,6 +48,19 @@ def ensure_new(path: str | Path, option: str = "--out") -> Path:
     return p
 
 
+def output_directory(path: str | Path, option: str = "--out") -> Path:
+    """The directory a command writes its reports into, made now (before the work) so that a
+    path that cannot be one is refused at once rather than after minutes of checks."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InputError(f"{p} exists and is not a directory; choose another {option} directory")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"{p}: cannot make the {option} directory ({e.strerror}); choose another") from None
+    return p
+
+
 def _exists(path: str | Path) -> Path:
     p = Path(path)
     if not p.is_file():

@@ -45,6 +45,7 @@ from .attention import field, jacobian
 from .backend import namespace, precision
 from .blocks import Block
 from .brackets import bracket_matrix
+from .errors import InputError
 from .hall import basis, counting_degree, degree
 from .invariants import predicted_rank
 
@@ -147,9 +148,13 @@ def _analyse_at(blocks, X, K, dps) -> dict[str, Any]:
     m = int(np.prod(X.shape))
     degrees = np.array([degree(w) for w in basis(K)])
     for level in levels:
-        M = _matrix(blocks, X, K, level)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+            M = _matrix(blocks, X, K, level)
+            scales = degree_scales(blocks, X, M, degrees)
         W = M.shape[1]
-        scales = degree_scales(blocks, X, M, degrees)
+        if not (np.all(np.isfinite(np.asarray(M, dtype=float))) and np.all(np.isfinite(scales))):
+            raise InputError(f"the brackets of degree <= {K} overflow float64 on this collection (max |x| = "
+                             f"{float(np.abs(np.asarray(X, dtype=float)).max()):.3g}); rescale the data towards |x| ~ 1")
         sigma = singular_values(M, scales, level)
         unit = 2.0**-52 if level is None else 10.0**-level
         r, decisive = decide(sigma, unit, W, min(m, W))

@@ -98,6 +98,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from . import validate
 from .backend import precision
 from .blocks import Block
 from .brackets import bracket_matrix
@@ -321,6 +322,11 @@ def solve(
     """Find a control (continuous) or network (finite) taking X to Y; see module docstring."""
     if not settings.prune >= 0:
         raise InputError(f"prune must be a number of seconds >= 0 (0: no pruning), got {settings.prune}")
+    if not settings.time_budget > 0:  # NaN too: a deadline of NaN never comes
+        raise InputError(f"the time budget must be a positive number of seconds (inf: none), got {settings.time_budget}")
+    if not (math.isfinite(settings.tolerance) and settings.tolerance > 0):
+        raise InputError(f"the tolerance must be a positive number, got {settings.tolerance}")
+    validate.seed(settings.seed, "the search seed")
     sol = _solve(blocks, X, Y, settings, progress)
     if sol.success and settings.prune > 0:
         return prune_found(blocks, X, Y, sol, settings, progress)

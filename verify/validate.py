@@ -16,12 +16,19 @@ inputs: expected an array of shape (N, n, d), got shape (2, 3)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .blocks import Block
 from .errors import InputError
+
+if TYPE_CHECKING:  # blocks imports this module (its seed check)
+    from .blocks import Block
+
+# The largest |entry| of a state the engine integrates (verify.flow refuses a flow whose state
+# passes it): beyond it the logits beta <Q x_i, K x_j> of such tokens are within a few orders of
+# float64's overflow, so data that start there are refused before any work.
+MAX_MAGNITUDE = 1e150
 
 
 def _real_array(x: Any, name: str) -> np.ndarray:
@@ -49,7 +56,27 @@ def collection(x: Any, name: str = "inputs") -> np.ndarray:
     if 0 in a.shape:
         raise InputError(f"{name}: shape {a.shape} has an empty axis; N, n and d must be >= 1")
     _finite(a, name)
+    big = float(np.max(np.abs(a.astype(float))))
+    if big > MAX_MAGNITUDE:
+        raise InputError(f"{name}: an entry of magnitude {big:.3g} exceeds {MAX_MAGNITUDE:g}, beyond which the engine "
+                         "refuses states (their logits overflow float64); rescale the data")
     return a
+
+
+def seed(value: Any, name: str = "seed") -> int:
+    """A seed of ``numpy.random.default_rng``: a whole number >= 0.
+
+    >>> seed(3)
+    3
+    >>> try:
+    ...     seed(-1)
+    ... except InputError as e:
+    ...     print(e)
+    seed must be a whole number >= 0, got -1
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise InputError(f"{name} must be a whole number >= 0, got {value!r}")
+    return int(value)
 
 
 def matching(inputs: np.ndarray, targets: np.ndarray) -> None:
