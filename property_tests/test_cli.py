@@ -219,3 +219,12 @@ def test_an_out_path_that_is_a_file_is_refused_before_any_work(tmp_path, command
     r = run(*command, "--out", str(taken))
     assert r.returncode == 2 and "is not a directory" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and taken.read_text() == "the user's"
+
+
+@pytest.mark.parametrize("dps", [None, "30"])
+def test_a_network_that_overflows_is_refused_in_one_line(tmp_path, dps):
+    doc = independent_doc("finite", False, seed=1)
+    doc["layers"][0]["step"] = 1e300  # the next layers' logits overflow float64
+    r = run("check", str(write(tmp_path, "w.json", doc)), *(["--dps", dps] if dps else []))
+    assert r.returncode == 2 and "the network's image overflowed" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -49,7 +49,7 @@ from . import validate
 from .backend import namespace, precision
 from .blocks import Block
 from .datafiles import ensure_new
-from .errors import InputError
+from .errors import InputError, IntegrationError
 from .flow import flow
 from .network import apply, propagated_rounding, rounding_estimate
 
@@ -303,7 +303,8 @@ def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
     1e20 and more), at least 4 (L + 1) unit roundoff max |x|.  ``passed`` means error +
     estimate <= tolerance.
     """
-    with precision(dps) if dps is not None else nullcontext():
+    # overflows are refused with a reason (flow's own check, the network's below), not warned of
+    with precision(dps) if dps is not None else nullcontext(), np.errstate(all="ignore"):
         blocks = w.blocks_at(dps)
         X = w.array_at("inputs", dps)
         Y = w.array_at("targets", dps)
@@ -314,6 +315,10 @@ def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
             end, estimate, work = res.end, res.error_estimate, {"taylor_steps": res.taylor_steps}
         else:
             end = apply(blocks, steps, X, dps=dps).end
+            scale = float(np.max(np.abs(np.asarray(end, dtype=float))))
+            if not scale <= validate.MAX_MAGNITUDE:
+                raise IntegrationError(f"the network's image overflowed (max |x| = {scale:.3g} in {precision_label(dps)}); "
+                                       "its steps are too large for the data")
             estimate, work = _network_rounding(w, end, unit), {}
         error = float(np.max(np.abs(end - Y)))
     passed = error + estimate <= w.tolerance
