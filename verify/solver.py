@@ -582,7 +582,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             extra_jacobians[0] += jac
         control, exact_residual, dps = list(zip(pattern, map(float, h), strict=True)), None, FLOW_DPS
         if err <= tol:
-            exact_residual, drift = float_replay_check(blocks, control, X, Y, deadline)
+            exact_residual, drift, _ = float_replay_check(blocks, control, X, Y, deadline)
             if float(np.abs(exact_residual).max()) + 2 * drift <= tol:
                 return control, err, None
             dps = high_digits(amplification(drift), tol, FLOW_DPS)
@@ -753,14 +753,17 @@ def high_precision_end(blocks, steps, X, depth: str, dps: int = HIGH_DPS, deadli
         return flow(blocks, steps, X, dps=dps, deadline=deadline).end
 
 
-def float_replay_check(blocks, control, X, Y, deadline: float = math.inf) -> tuple[np.ndarray, float]:
+def float_replay_check(blocks, control, X, Y, deadline: float = math.inf) -> tuple[np.ndarray, float, float]:
     """The residual (flattened, rounded to float64) of a float64 control at ``FLOW_DPS`` digits,
-    and the drift of its float64 replay from that image.  The control is returned as float64
-    when max |residual| + 2 drift is within tolerance: another float64 replay, twice as far
-    from the exact flow, still passes."""
+    the drift of its float64 replay from that image, and the float64 replay's own error
+    max |image - Y|.  The control is returned as float64 when max |residual| + 2 drift is within
+    tolerance: another float64 replay, twice as far from the exact flow, still passes."""
     exact = high_precision_end(blocks, control, X, "continuous", FLOW_DPS, deadline)
-    drift = float(np.abs((exact - image(blocks, control, X, "continuous")).astype(float)).max())
-    return (exact - Y).ravel().astype(float), drift
+    end = image(blocks, control, X, "continuous")
+    if end is None:
+        return (exact - Y).ravel().astype(float), math.inf, math.inf
+    drift = float(np.abs((exact - end).astype(float)).max())
+    return (exact - Y).ravel().astype(float), drift, float(np.abs(end - Y).max())
 
 
 def exact_jacobian(blocks, pattern, z, X, depth: str, deadline: float = math.inf, dps: int | None = None) -> np.ndarray:
@@ -832,8 +835,8 @@ def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) 
 
     def passes(steps) -> bool:
         if dps is None and depth == "continuous":
-            exact, drift = float_replay_check(blocks, steps, X, Y, deadline)
-            err, bound = replay_error(blocks, steps, X, Y, depth), float(np.abs(exact).max()) + 2 * drift
+            exact, drift, err = float_replay_check(blocks, steps, X, Y, deadline)
+            bound = float(np.abs(exact).max()) + 2 * drift
         else:
             err = bound = float(np.abs(residual([t for _, t in steps])).max())
             if depth == "finite":
