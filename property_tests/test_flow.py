@@ -196,6 +196,28 @@ def test_lock_step_flows_agree_with_one_at_a_time(p, seed):
         assert np.abs(batch.d_initial[j] - one.d_initial).max() <= 1e-10 * (1 + np.abs(one.d_initial).max())
 
 
+@settings(max_examples=5, deadline=None)
+@given(problems(), st.integers(0, 2**31))
+def test_lock_step_flows_at_high_precision_agree_with_one_at_a_time(p, seed):
+    """``flow_batch(dps=30)`` (the solver's segments at high precision): each end point as
+    :func:`flow` gives it at 30 digits, to far below float64 (the batch keeps in precision the
+    most orders any control's step needs, so the two may differ by its rounding, not more)."""
+    blocks, X, control = p
+    pattern = [b for b, _ in control]
+    rng = np.random.default_rng(seed)
+    durations = np.stack([[t for _, t in control], rng.uniform(-1, 1, len(control))])
+    Z = np.stack([X, X + 0.1 * rng.normal(size=X.shape)])
+    batch = flow_batch(blocks, pattern, durations, Z, dps=30).end
+    assert batch.dtype == object
+    for j in range(2):
+        one = flow(blocks, list(zip(pattern, durations[j], strict=True)), Z[j], dps=30).end
+        with precision(30):
+            gap = float(np.abs(batch[j] - one).max())
+        assert gap <= 1e-26 * (1 + float(np.abs(one.astype(float)).max()))
+    with pytest.raises(ValueError, match="float64 only"):
+        flow_batch(blocks, pattern, durations, Z, dps=30, sensitivities=True)
+
+
 def test_lock_step_flows_refuse_what_flow_refuses():
     """Overflow, the Taylor-step cap and the deadline stop a batch as they stop one flow."""
     b0, b1 = gaussian_blocks(0, 2)

@@ -229,21 +229,25 @@ def flow_batch(
     durations: np.ndarray,
     Z: np.ndarray,
     *,
-    tol: float = DEFAULT_TOL,
+    tol: float | None = None,
+    dps: int | None = None,
     sensitivities: bool = False,
     max_steps: int = MAX_TAYLOR_STEPS,
     deadline: float = math.inf,
 ) -> FlowResult:
     """The flows of B controls that share their blocks, the controls (pattern[l], durations[j, l])
     from Z[j], by the integrator of :func:`flow` (the same order, step rule and landing on the end
-    of every control step), float64 NumPy only, in lock step: one batched Taylor series per step
-    serves every control still moving, and each control chooses its own Taylor steps, so each
-    result agrees with its :func:`flow` to rounding.
+    of every control step), in lock step: one batched Taylor series per step serves every control
+    still moving, and each control chooses its own Taylor steps, so each result agrees with its
+    :func:`flow` to rounding.
 
     ``durations`` has shape (B, L), ``Z`` shape (B, N, n, d).  The result holds the end points
-    (B, N, n, d) and, with ``sensitivities``, the exact derivatives of each computed flow as
-    :func:`flow` gives them: ``d_durations`` (B, N n d, L) and ``d_initial`` (B, N, n d, n d);
-    ``error_estimate`` is not computed (NaN) and ``taylor_steps`` counts the batched steps.
+    (B, N, n, d) and, with ``sensitivities`` (float64 only), the exact derivatives of each
+    computed flow as :func:`flow` gives them: ``d_durations`` (B, N n d, L) and ``d_initial``
+    (B, N, n d, n d); ``error_estimate`` is not computed (NaN) and ``taylor_steps`` counts the
+    batched steps.  ``dps=D`` integrates at D digits as :func:`flow` does (mpmath numbers, the
+    series split between D digits and float64 by :func:`split_order`, with the orders kept in
+    precision the most that any control's step needs); the end points are then an object array.
     Multiple shooting needs these of the exact flows (:meth:`verify.shooting.Shooting.parts`):
     one control per segment.  Raises :class:`IntegrationError` as :func:`flow` does (overflow,
     a control past the step cap, the deadline).
@@ -259,38 +263,72 @@ def flow_batch(
     ((3, 2, 2, 2), True)
     >>> bool(np.abs(res.d_durations[1] - one.d_durations).max() < 1e-13)
     True
+    >>> hp = flow_batch(blocks, [0, 1], taus, Z, dps=30).end
+    >>> bool(abs(hp[2] - flow(blocks, [(0, -0.7), (1, 0.0)], Z[2], dps=30).end).max() < 1e-28)
+    True
     """
-    xp = namespace("numpy")
-    X = np.array(Z, dtype=float)
-    durations = np.asarray(durations, dtype=float)
+    if dps is None:
+        return _flow_batch(blocks, pattern, np.asarray(durations, dtype=float), np.array(Z, dtype=float),
+                           tol or DEFAULT_TOL, 2.0**-52, sensitivities, max_steps, deadline)
+    if sensitivities:
+        raise ValueError("flow_batch gives sensitivities in float64 only")
+    with precision(dps):
+        xp = namespace("mpmath")
+        return _flow_batch(blocks, pattern, xp.asarray(durations), xp.asarray(Z), tol or 10.0 ** (3 - dps), 10.0**-dps,
+                           False, max_steps, deadline)
+
+
+def _batch_norms(coeffs: list, B: int) -> np.ndarray:
+    """max |entry| of each control's part of each coefficient, as floats (orders, B)."""
+    return np.stack([np.abs(c).reshape(B, -1).max(axis=1).astype(float, copy=False) for c in coeffs])
+
+
+def _flow_batch(blocks, pattern, durations, X, tol, unit, sensitivities, max_steps, deadline) -> FlowResult:
+    xp = namespace_of(X)
+    hp = is_mp(xp)
     B, N, n, d = X.shape
     nd = n * d
     p = taylor_order(tol)
+    exact = p  # high precision: the orders computed in precision (as in flow, for the whole batch)
     counts = np.zeros(B, dtype=int)
     step_jacobians, end_fields = [], []
     taylor_steps = 0
     for b, tau in zip(pattern, durations.T, strict=True):
         left = np.abs(tau)
+        sign = np.where(tau >= 0, 1, -1)
         # the tangents of this control step: the unit directions of one sequence, for every control
         T = np.broadcast_to(basis_directions(xp, n, d, X)[:, None], (nd, B, N, n, d)).copy() if sensitivities else None
         while True:
             active = np.flatnonzero(left > 0)
             if not active.size:
                 break
-            Xk, dXk = coefficients(blocks[b], X[active], p, None if T is None else T[:, active])
-            norms = np.stack([np.abs(c).reshape(active.size, -1).max(axis=1) for c in Xk])  # (p + 1, active)
-            h = _step_size(norms, p, tol * np.maximum(1.0, norms[0]))
-            h = np.where(h >= left[active] * (1 - 1e-12), left[active], h)  # land on the end of the step
-            signed = (np.sign(tau[active]) * h)[:, None, None, None]
+            while True:
+                Xk, dXk = coefficients(blocks[b], X[active], p, None if T is None else T[:, active],
+                                       exact_orders=exact if hp else None)
+                norms = _batch_norms(Xk, active.size)  # (p + 1, active)
+                h = _step_size(norms, p, tol * np.maximum(1.0, norms[0]))
+                lands = h >= left[active].astype(float, copy=False) * (1 - 1e-12)  # land on the end of the step
+                h = np.where(lands, left[active], h)
+                if not hp:
+                    break
+                need = max(split_order(list(norms[:, j]), float(h[j]), unit * max(1.0, norms[0, j]))[0]
+                           for j in range(active.size))
+                if need <= exact:
+                    break
+                exact = need  # a float64 tail was too large for its step: more orders in precision
+            if hp:
+                exact = min(p, need + 1)  # for the next step, one order to spare
+            signed = (sign[active] * h)[:, None, None, None]
             X[active] = evaluate(Xk, signed)
             if T is not None:
                 T[:, active] = evaluate(dXk, signed)
             left[active] -= h
             counts[active] += 1
             taylor_steps += 1
-            scale = np.abs(X[active]).reshape(active.size, -1).max(axis=1)
+            scale = np.abs(X[active]).reshape(active.size, -1).max(axis=1).astype(float, copy=False)
             worst = int(np.argmax(np.where(np.isnan(scale), np.inf, scale)))  # NaN: an overflow too
-            _refuse(float(scale[worst]), float(np.max(counts[active] + left[active] / h)), max_steps, deadline,
+            needed = counts[active] + left[active].astype(float, copy=False) / h.astype(float, copy=False)
+            _refuse(float(scale[worst]), float(np.max(needed)), max_steps, deadline,
                     f"after {taylor_steps} batched Taylor steps, in a step of block {b} (control {int(active[worst])})")
         if T is not None:  # the controls' sequences side by side, B N of them, for backward_products
             step_jacobians.append(columns_to_jacobians(xp, T.reshape(nd, B * N, n, d)))

