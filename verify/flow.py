@@ -309,15 +309,12 @@ def _flow_batch(blocks, pattern, durations, X, tol, unit, sensitivities, max_ste
                 h = _step_size(norms, p, tol * np.maximum(1.0, norms[0]))
                 lands = h >= left[active].astype(float, copy=False) * (1 - 1e-12)  # land on the end of the step
                 h = np.where(lands, left[active], h)
-                if not hp:
-                    break
                 need = max(split_order(list(norms[:, j]), float(h[j]), unit * max(1.0, norms[0, j]))[0]
-                           for j in range(active.size))
+                           for j in range(active.size)) if hp else p
                 if need <= exact:
                     break
                 exact = need  # a float64 tail was too large for its step: more orders in precision
-            if hp:
-                exact = min(p, need + 1)  # for the next step, one order to spare
+            exact = min(p, need + 1)  # for the next step, one order to spare (float64: all p)
             signed = (sign[active] * h)[:, None, None, None]
             X[active] = evaluate(Xk, signed)
             if T is not None:

@@ -759,11 +759,10 @@ def float_replay_check(blocks, control, X, Y, deadline: float = math.inf) -> tup
     max |image - Y|.  The control is returned as float64 when max |residual| + 2 drift is within
     tolerance: another float64 replay, twice as far from the exact flow, still passes."""
     exact = high_precision_end(blocks, control, X, "continuous", FLOW_DPS, deadline)
-    end = image(blocks, control, X, "continuous")
+    residual, end = (exact - Y).ravel().astype(float), image(blocks, control, X, "continuous")
     if end is None:
-        return (exact - Y).ravel().astype(float), math.inf, math.inf
-    drift = float(np.abs((exact - end).astype(float)).max())
-    return (exact - Y).ravel().astype(float), drift, float(np.abs(end - Y).max())
+        return residual, math.inf, math.inf
+    return residual, float(np.abs((exact - end).astype(float)).max()), float(np.abs(end - Y).max())
 
 
 def exact_jacobian(blocks, pattern, z, X, depth: str, deadline: float = math.inf, dps: int | None = None) -> np.ndarray:
@@ -894,11 +893,11 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
     """:func:`chord` on a shooting system (step sizes or durations, and intermediate states):
     each segment's residual at ``dps`` digits (its network, or for ``scheme="rk4"`` the exact
     flow of its control, all segments in lock step by :func:`verify.flow.flow_batch`: at m = 18
-    the residual of 30 segments took 4.1 s and 3.7 s instead of 5.5 s and 4.7 s one at a time), the step from
-    the float64 shooting Jacobian.  A chained network or
-    control multiplies the segment residuals by the Jacobians of the segments after them (1e8
-    and more in long networks), so a float64 fit within 1e-12 can chain into a network 1e-4
-    off; with segment residuals at 1e-25 it cannot.
+    the residual of 30 segments took 4.1 s and 3.7 s instead of 5.5 s and 4.7 s one at a
+    time), the step from the float64 shooting Jacobian.  A chained network or control
+    multiplies the segment residuals by the Jacobians of the segments after them (1e8 and more
+    in long networks), so a float64 fit within 1e-12 can chain into a network 1e-4 off; with
+    segment residuals at 1e-25 it cannot.
     Returns the member (as mpmath numbers), its last max |r| and the Jacobians used."""
     S, L, pattern = shoot.segments, shoot.steps, shoot.pattern()
     depth = "continuous" if shoot.scheme == "rk4" else "finite"
