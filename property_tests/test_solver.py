@@ -13,10 +13,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from theorems.reach import instance
-from verify import solver as solver_module
+from verify import finish as finish_module
 from verify import witness
 from verify.blocks import gaussian_blocks
 from verify.errors import InputError, IntegrationError
+from verify.finish import (
+    FLOW_DPS,
+    HIGH_DPS,
+    LOSSES,
+    MAX_DPS,
+    high_digits,
+    refine_in_precision,
+    refine_segments_in_precision,
+)
 from verify.flow import flow
 from verify.invariants import check_admissible
 from verify.network import apply
@@ -24,20 +33,7 @@ from verify.newton import chord, levenberg_marquardt
 from verify.rk4 import integrate_batch
 from verify.shape_speed import minimal_duration, minimal_step_total
 from verify.shooting import Shooting
-from verify.solver import (
-    DEPTH_DEFAULTS,
-    FLOW_DPS,
-    HIGH_DPS,
-    LOSSES,
-    MAX_DPS,
-    Settings,
-    high_digits,
-    refine_in_precision,
-    refine_segments_in_precision,
-    resolve,
-    solve,
-    start,
-)
+from verify.solver import DEPTH_DEFAULTS, Settings, resolve, solve, start
 from verify.steering import inverse, merge, realize
 
 from . import independent
@@ -156,7 +152,7 @@ def test_fits_lost_in_the_finish_are_counted_by_stage(monkeypatch):
     steps, so every fit that the search finds is lost there: the solution counts them under
     "refit" and the message says so.  A work budget of 16 starts (the population that solves
     this instance in the backward test above)."""
-    monkeypatch.setattr(solver_module, "REFINE_JACOBIANS", 1)
+    monkeypatch.setattr(finish_module, "REFINE_JACOBIANS", 1)
     X, Y, blocks = instance(4, 0, seed=0)
     sol = solve(blocks, X, Y, Settings(depth="continuous", directions=("backward",), time_budget=math.inf, max_starts=16))
     assert not sol.success and set(sol.lost) == {"refit"} and sol.lost["refit"] >= 1

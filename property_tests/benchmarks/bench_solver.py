@@ -82,7 +82,7 @@ def summary(m: int, depth: str, method: str, results: list[Run]) -> dict:
         "median_time_s": statistics.median(r.seconds for r in results),
         "max_time_s": max(r.seconds for r in results),  # the budget's overrun, if any
         "unsolved_instances": [i for i, r in enumerate(results) if not r.sol.success],
-        # per instance, the fits that reached the search tolerance and were lost in the finish, by stage (solver.LOSSES)
+        # per instance, the fits that reached the search tolerance and were lost in the finish, by stage (verify.finish.LOSSES)
         "lost_in_finish": [r.sol.lost for r in results],
         # the smallest shape speed of each instance's input and target sequences (verify.shape_speed)
         "slowest_shape_speeds": [round(slowest(r.blocks, r.X, r.Y)[0], 4) for r in results],
@@ -110,7 +110,7 @@ def _independent_error(blocks, X, Y, steps, digits, depth: str) -> float:
         # and 1e-33 (extrapolated_flow's default) by 1.2e-12, as the solver's own replay says
         # A 30-digit witness can amplify as much: seed 36 m = 8 instance 3 (total duration 132; its own
         # replay 2.5e-14 at 30 digits, 1.1e-14 at 40) missed by 4.5e-8 at 1e-20 per step, by 3.5e-13 at
-        # 1e-25.  The solver's digits keep gain * 10^-dps <= 1e-7 tolerance (verify.solver.high_digits),
+        # 1e-25.  The solver's digits keep gain * 10^-dps <= 1e-7 tolerance (verify.finish.high_digits),
         # so 10^(5 - dps) per step (extrapolated_flow's default) leaves at most 1e-2 tolerance; a float64
         # witness passed the solver's drift test (gain below about 2e5), for which 1e-20 is enough.
         if digits is not None and digits > 30:
