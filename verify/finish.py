@@ -137,8 +137,6 @@ LOSSES = {
 }
 
 
-
-
 def image(blocks: Sequence[Block], steps: Steps, X: np.ndarray, depth: str) -> np.ndarray | None:
     """Image of X under the control (continuous) or network (finite); None on overflow."""
     try:
@@ -220,7 +218,7 @@ def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline
     tolerance: the residual at ``dps`` digits (steps kept at ``dps`` digits; its float64
     rounding is accurate to 16 digits of itself), the step from a float64 Jacobian of the step
     sizes or durations (by default the layer derivatives, or the flow's duration sensitivities;
-    ``jacobian`` replaces it, e.g. by the cheaper RK4 one; ``r``, if the caller has it, is the
+    ``jacobian`` replaces it, e.g. by one the caller caches; ``r``, if the caller has it, is the
     residual at h at ``dps`` digits, which is then not computed again).  Returns the steps (as
     mpmath numbers), the last max |r| and the Jacobians used."""
     def residual(z):

@@ -422,10 +422,9 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     lost: Counter[str] = Counter()  # fits that reached the search tolerance and were lost, by stage (LOSSES)
 
     def finish(k, x):
-        if finite:
-            out, spent = finish_network(shoot, x, tol, deadline)
-        else:
-            out, spent = finish_control(shootings[k], x, tol, backward[k], settings.acceleration, deadline)
+        sh = shootings[k]
+        out, spent = (finish_network(sh, x, tol, deadline) if finite
+                      else finish_control(sh, x, tol, backward[k], settings.acceleration, deadline))
         extra_jacobians[0] += spent
         if isinstance(out, str):  # the stage at which the fit was lost
             lost["deadline" if time.perf_counter() >= deadline else out] += 1
