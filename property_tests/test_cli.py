@@ -135,6 +135,19 @@ def test_rank_json_dump_and_certify(tmp_path):
     assert again.returncode == 2 and "already exists" in again.stderr
 
 
+def test_rank_saturated_attention_is_undecided_not_a_verdict(tmp_path):
+    """Tokens ~ 1e20: softmax weights of 10^-5e39, which no precision tried holds; the rank is
+    reported as undecided (exit 1), neither a theorem failure nor a pass."""
+    import numpy as np
+
+    X = 1e20 * np.random.default_rng(1).normal(size=(2, 2, 2))
+    r = run("rank", "--inputs", str(save_npy(tmp_path, "x.npy", X)), "--seed", "0")
+    assert r.returncode == 1 and r.stdout.startswith("UNDECIDED: ") and "FAIL" not in r.stdout
+    assert "attention weight" in r.stdout and "rescale the data" in r.stdout
+    j = json.loads(run("rank", "--inputs", str(tmp_path / "x.npy"), "--seed", "0", "--json").stdout)
+    assert j["decisive"] is False and j["weight_digits"] > 1e39
+
+
 def test_rank_dump_matches_independent_high_precision_columns(tmp_path):
     """Dumped degree <= 3 columns against SymPy at 30 digits (an independent computation)."""
     import numpy as np
@@ -193,7 +206,7 @@ def test_rank_refuses_bad_input(tmp_path, args, message):
     (tmp_path / "TXT.txt").write_text("1 2 3")
     spread = np.random.default_rng(0).normal(size=(2, 2, 2))
     np.save(tmp_path / "HUGE.npy", 1e200 * spread)
-    np.save(tmp_path / "LARGE.npy", 1e50 * spread)  # below the refusal at load, but the brackets overflow
+    np.save(tmp_path / "LARGE.npy", 1e80 * spread)  # below the refusal at load, but the brackets overflow
     r = run("rank", *args, cwd=tmp_path)
     assert r.returncode == 2, r.stdout
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr

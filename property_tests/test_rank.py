@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from verify.attention import softmax_weights
 from verify.blocks import gaussian_blocks
 from verify.invariants import predicted_rank
-from verify.rank import analyse, decide, noise_level
+from verify.rank import MAX_DIGITS, analyse, decide, noise_level, resolved, resolving_digits, weight_digits
 
 
 @st.composite
@@ -90,3 +91,38 @@ def test_decision_rule():
     assert decide(np.array([1.0, 0.5, eta / 10]), 2.0**-52, 10, 3) == (2, False)  # deficit: not in float64
     assert decide(np.array([1.0, 2 * eta]), 2.0**-52, 10, 2) == (2, False)  # too close to the noise
     assert decide(np.array([1.0, 1e-40]), 1e-30, 10, 2) == (1, True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_weight_digits_is_the_smallest_softmax_weight(causal):
+    X = 3 * np.random.default_rng(2).normal(size=(3, 4, 2))
+    blocks = gaussian_blocks(1, 2, causal=causal)
+    admissible = np.tril(np.ones((4, 4), dtype=bool)) if causal else np.ones((4, 4), dtype=bool)
+    smallest = min(float(softmax_weights(b, X)[:, admissible].min()) for b in blocks)
+    assert weight_digits(blocks, X) == pytest.approx(-np.log10(smallest), rel=1e-9)
+
+
+@given(st.floats(0, 1e4), st.integers(1, 10_000))
+def test_resolving_digits_are_the_fewest_multiple_of_ten(w, columns):
+    dps = resolving_digits(w, columns)
+    assert dps % 10 == 0 and resolved(w, dps, columns, deficit=True)
+    assert not resolved(w, dps - 10, columns, deficit=True)
+
+
+def test_weights_beyond_60_digits_are_resolved_at_more():
+    # tokens ~ 8: weights down to 10^-64.6, which 60 digits do not hold; 140 do (a full rank needs
+    # P_min > 10^-140; a deficit would need 2 w + 8.4 < 140)
+    X = 8 * np.random.default_rng(1).normal(size=(1, 3, 2))
+    r = analyse(gaussian_blocks(8, 2), X)
+    assert r["weight_digits"] == pytest.approx(64.6, abs=0.05)
+    assert (r["rank"], r["decided_by"], r["decisive"], r["matches_prediction"]) == (6, "140 digits", True, True)
+
+
+@pytest.mark.parametrize("scale, seed", [(16, 1), (1e5, 0)])
+def test_saturated_attention_is_undecided(scale, seed):
+    # without the weight rule these read rank 7 of 8 "decided in 30 digits" (tokens ~ 16, weights of
+    # 10^-515: a false deficit) and full rank in float64 from rounding noise (tokens ~ 1e5)
+    X = scale * np.random.default_rng(seed).normal(size=(2, 2, 2))
+    r = analyse(gaussian_blocks(seed + 7, 2), X)
+    assert r["weight_digits"] > MAX_DIGITS and r["saturated"]
+    assert not r["decisive"] and "attention weight" in r["undecided"]

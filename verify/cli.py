@@ -255,7 +255,8 @@ def _rank(args: argparse.Namespace) -> int:
     res = rank.analyse(blocks, X, max_degree=args.max_degree, dps=args.dps)
     M = res.pop("matrix")
     out = {k: res[k] for k in ("dimension", "rank", "expected_rank", "min_degree", "counting_degree", "max_degree",
-                               "words", "sigma_min", "first_dropped", "gap", "noise_level", "decided_by", "sigma")}
+                               "words", "sigma_min", "first_dropped", "gap", "noise_level", "decided_by", "decisive",
+                               "undecided", "weight_digits", "sigma")}
     out["invariants"] = invariants.describe(X, blocks[0].causal)
     out["certified"] = False
     if args.certify:
@@ -272,15 +273,20 @@ def _rank(args: argparse.Namespace) -> int:
         from .hall import basis, str_word
 
         np.savez(args.dump, matrix=np.asarray(M, dtype=float), words=np.array([str_word(w) for w in basis(res["max_degree"])]))
-    ok = res["matches_prediction"] and (not args.certify or out["certified"] or res["rank"] < res["dimension"])
+    decided = res["decisive"] or out["certified"]  # a full rank proved in Arb needs no float decision
+    ok = decided and res["matches_prediction"] and (not args.certify or out["certified"] or res["rank"] < res["dimension"])
     if args.json:
         print(json.dumps(out, indent=1))
     else:
         exp = "none (no sharp prediction for these data)" if out["expected_rank"] is None else out["expected_rank"]
         gap = f"gap {out['gap']:.1e}" if out["gap"] else "nothing dropped"
-        print(f"{'PASS' if ok else 'FAIL'}: bracket rank {out['rank']} of {out['dimension']}, prediction {exp}; "
-              f"degree {out['min_degree']} (counting bound {out['counting_degree']}), sigma_min {out['sigma_min']:.2e}, "
-              f"{gap}, decided in {out['decided_by']}")
+        if not decided:
+            print(f"UNDECIDED: bracket rank {out['rank']} of {out['dimension']} at {out['decided_by']} is not a "
+                  f"decision: {out['undecided']}")
+        else:
+            print(f"{'PASS' if ok else 'FAIL'}: bracket rank {out['rank']} of {out['dimension']}, prediction {exp}; "
+                  f"degree {out['min_degree']} (counting bound {out['counting_degree']}), sigma_min "
+                  f"{out['sigma_min']:.2e}, {gap}, decided in {out['decided_by']}")
         for note in out["invariants"]:
             print(f"  invariant: {note}")
         if "certificate" in out:
