@@ -39,13 +39,13 @@ def _gl_plus(g: np.random.Generator, d: int) -> np.ndarray:
 @st.composite
 def admissible(draw, causal: bool = False, min_N: int = 1, min_n: int = 1, d: int | None = None):
     """(X, Y): tokens i.i.d. N(0, 1) at least 0.3 apart, no permuted sequences; d = 1 full: both
-    sorted; causal: first tokens y_1 = G x_1 with det G > 0 and, for d = 1, the first two tokens
-    of every target sequence in the inputs' order."""
+    sorted; causal, or full with n = 1: first tokens y_1 = G x_1 with det G > 0 and, causal with
+    d = 1, the first two tokens of every target sequence in the inputs' order."""
     seed = draw(seeds)
     N, n = draw(st.integers(min_N, max(min_N, 3))), draw(st.integers(min_n, 3))
     d = draw(st.integers(1, 3)) if d is None else d
     X, Y = collection(seed, (N, n, d), "X"), collection(seed, (N, n, d), "Y")
-    if causal:
+    if causal or n == 1:  # the first token (under full attention: a lone one) moves linearly
         Y[:, 0] = X[:, 0] @ _gl_plus(np.random.default_rng(seed), d).T
         if d == 1 and n >= 2:
             flip = np.sign(X[:, 1, 0] - X[:, 0, 0]) != np.sign(Y[:, 1, 0] - Y[:, 0, 0])
@@ -112,6 +112,15 @@ def no_common_G(draw):
 
 
 @st.composite
+def lone_tokens_without_common_G(draw):
+    """Full attention, n = 1: the lone tokens move by one G; one target token moved off it."""
+    d = draw(st.integers(1, 3))
+    X, Y = draw(admissible(min_N=d + 1, min_n=1, d=d).filter(lambda XY: XY[0].shape[1] == 1))
+    Y[draw(st.integers(0, X.shape[0] - 1)), 0] += draw(st.floats(0.1, 2.0))
+    return X, Y, False, "not one linear map G"
+
+
+@st.composite
 def broken_prefix(draw):
     """Sequences s, t share their first token (inputs and targets) and their second in the targets only."""
     X, Y = draw(admissible(causal=True, min_N=2, min_n=2))
@@ -122,7 +131,7 @@ def broken_prefix(draw):
 
 INADMISSIBLE = st.one_of(coincident("targets"), coincident("inputs"), permuted(False), permuted(True),
                          order_reversed(False), order_reversed(True), negative_det(), no_common_G(),
-                         broken_prefix())
+                         lone_tokens_without_common_G(), broken_prefix())
 
 
 @given(st.booleans().flatmap(lambda c: st.tuples(st.just(c), admissible(causal=c))))

@@ -118,16 +118,27 @@ def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False) -> None
 
     Full attention: the coincidence pattern of every sequence, the permutation relations
     between sequences (with the same permutation for inputs and targets) and, for d = 1, the
-    order of the tokens of every sequence must agree.  Causal masking: the first tokens must
-    be related by one G with det G > 0 (least squares, relative residual <= 1e-12), shared
-    prefixes must agree and, for d = 1, the first two tokens keep their order.
-    Raises :class:`~verify.errors.InputError`.
+    order of the tokens of every sequence must agree; the sequences made of one repeated token
+    (every sequence when n = 1) move linearly, x -> G x with one G for all of them, so their
+    tokens must be related by one G with det G > 0.  Causal masking: the first tokens must be
+    related by one G with det G > 0, shared prefixes must agree and, for d = 1, the first two
+    tokens keep their order.  "Related by one G" is decided by least squares with relative
+    residual <= 1e-12 and an exact rank comparison.  Raises :class:`~verify.errors.InputError`.
+
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(3, 1, 2))        # n = 1: attention is linear
+    >>> check_admissible(X, X @ np.array([[2.0, 1.0], [0.0, 1.0]]).T)  # Y = G X, det G = 2
+    >>> check_admissible(X, np.random.default_rng(1).normal(size=(3, 1, 2)))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    verify.errors.InputError: the targets' tokens of sequences 0, 1, 2 (one repeated token each) are not one linear ...
     """
     from .errors import InputError
 
     N, n, d = X.shape
     if causal:
-        _check_first_tokens(X[:, 0, :], Y[:, 0, :])
+        _check_linear_tokens(X[:, 0, :], Y[:, 0, :], "first tokens",
+                             "under causal masking x_1 -> G x_1 with the same G for every sequence")
         for i in range(1, n + 1):
             for s in range(N):
                 for t in range(s + 1, N):
@@ -168,6 +179,12 @@ def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False) -> None
                     f"{'inputs' if px else 'targets'} but not by the same permutation in the "
                     f"{'targets' if px else 'inputs'}; full attention keeps permuted sequences permuted"
                 )
+    linear = [s for s in range(N) if len(distinct_tokens(X[s])) == 1]
+    if linear:
+        _check_linear_tokens(X[linear, 0, :], Y[linear, 0, :],
+                             f"tokens of sequences {', '.join(map(str, linear))} (one repeated token each)",
+                             "a sequence of one repeated token moves linearly, x -> G x, with the same G for every "
+                             "such sequence")
     if d == 1:
         for s in range(N):
             for i in range(n):
@@ -179,8 +196,9 @@ def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False) -> None
                         )
 
 
-def _check_first_tokens(A: np.ndarray, B: np.ndarray) -> None:
-    """B^T = G A^T for one G with det G > 0 (rows of A, B: first tokens of the sequences)."""
+def _check_linear_tokens(A: np.ndarray, B: np.ndarray, what: str, why: str) -> None:
+    """B^T = G A^T for one G with det G > 0 (rows of A, B: the tokens that move linearly, named
+    ``what``; ``why`` says why they do)."""
     from .errors import InputError
 
     N, d = A.shape
@@ -189,16 +207,12 @@ def _check_first_tokens(A: np.ndarray, B: np.ndarray) -> None:
     resid = np.abs(A @ G.T - B).max()
     scale = max(np.abs(B).max(), np.abs(A).max(), 1e-300)
     if resid > 1e-12 * scale * max(1.0, np.abs(G).max()):
-        raise InputError(
-            f"the targets' first tokens are not one linear map G of the inputs' first tokens (residual {resid:.2e}); "
-            "under causal masking x_1 -> G x_1 with the same G for every sequence"
-        )
+        raise InputError(f"the targets' {what} are not one linear map G of the inputs' (residual {resid:.2e}); {why}")
     rank_a, rank_b = exact_rank(A), exact_rank(B)
     if rank_a != rank_b:
         raise InputError(
-            f"the first tokens span dimension {rank_a} in the inputs but {rank_b} in the targets; G must be invertible"
+            f"the {what} span dimension {rank_a} in the inputs but {rank_b} in the targets; G must be invertible ({why})"
         )
     if rank_a == d and np.linalg.det(G) <= 0:
-        raise InputError(
-            f"the first tokens determine G with det G = {np.linalg.det(G):.3g} <= 0; the flows reach only GL+(d)"
-        )
+        raise InputError(f"the {what} determine G with det G = {np.linalg.det(G):.3g} <= 0; the flows reach only "
+                         f"GL+(d) ({why})")
