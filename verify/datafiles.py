@@ -99,11 +99,7 @@ def load_collection(path: str | Path, key: str | None = None) -> np.ndarray:
         if isinstance(exc, InputError):
             raise
         raise InputError(f"{name}: cannot read as {suffix} ({exc})") from None
-    try:
-        arr = np.array(data, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(f"{name}: not a rectangular array of real numbers") from None
-    return validate.collection(arr, name)
+    return validate.collection(validate.real_array(data, name), name)
 
 
 def load_blocks(path: str | Path) -> tuple[tuple[Block, Block], dict[str, Any]]:
