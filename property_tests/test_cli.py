@@ -193,6 +193,8 @@ def test_rank_causal_reports_gl_d(tmp_path):
     (["--inputs", "TXT.txt", "--seed", "1"], "unknown file type"),
     (["--inputs", "HUGE.npy", "--seed", "1"], "exceeds 1e+150"),
     (["--inputs", "LARGE.npy", "--seed", "1"], "overflow float64"),
+    (["--inputs", "COMPLEX.npy", "--seed", "1"], "complex entries"),
+    (["--inputs", "RAGGED.json", "--seed", "1"], "not a rectangular array of real numbers"),
 ])
 def test_rank_refuses_bad_input(tmp_path, args, message):
     import numpy as np
@@ -207,6 +209,8 @@ def test_rank_refuses_bad_input(tmp_path, args, message):
     spread = np.random.default_rng(0).normal(size=(2, 2, 2))
     np.save(tmp_path / "HUGE.npy", 1e200 * spread)
     np.save(tmp_path / "LARGE.npy", 1e80 * spread)  # below the refusal at load, but the brackets overflow
+    np.save(tmp_path / "COMPLEX.npy", spread + 1j)  # float() would keep the real parts, with only a warning
+    (tmp_path / "RAGGED.json").write_text("[[[1, 2], [3]]]")
     r = run("rank", *args, cwd=tmp_path)
     assert r.returncode == 2, r.stdout
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr
