@@ -147,6 +147,15 @@ def test_a_search_that_stops_short_of_its_deadline_says_the_time_ran_out():
     assert not sol.success and sol.message.startswith(f"not found within 1 s ({sol.moves} start(s))")
 
 
+def test_a_search_on_saturated_inputs_says_so():
+    """Inputs ~ 100: the smallest attention weight is far below float64's resolution, and the
+    not-found message says to rescale (the targets, ~ 1, are not named)."""
+    X, Y, blocks = instance(8, 0, seed=5)
+    sol = solve(blocks, 100 * X, Y, Settings(depth="finite", max_starts=8, max_iter=20))
+    assert not sol.success and "softmax saturates on the inputs (smallest attention weight 10^-" in sol.message
+    assert "on the targets" not in sol.message
+
+
 def test_fits_lost_in_the_finish_are_counted_by_stage(monkeypatch):
     """A refit allowed one Jacobian cannot take the surrogate's fit (1e-3) to 1e-8 on finer RK4
     steps, so every fit that the search finds is lost there: the solution counts them under
@@ -412,6 +421,12 @@ def test_interpolate_cli(tmp_path):
     rev = save_npy(tmp_path, "rev.npy", Y[:, ::-1])
     r = run("interpolate", "--inputs", str(x), "--targets", str(rev), "--seed", "3")
     assert r.returncode == 2 and "change order" in r.stderr and "Traceback" not in r.stderr
+    # a replay at 5 digits cannot hold 1e-10: exit 1, saying which replay missed, and no witness written
+    low = tmp_path / "low.json"
+    r = run("interpolate", "--inputs", str(x), "--targets", str(y), "--seed", "3", "--depth", "finite",
+            "--dps", "5", "--out", str(low), "--quiet")
+    assert r.returncode == 1 and "but its replay in 5 digits misses the tolerance 1.0e-10" in r.stdout
+    assert not low.exists()
 
 
 def test_interpolate_reports_not_found(tmp_path):
