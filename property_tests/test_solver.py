@@ -27,7 +27,7 @@ from verify.finish import (
     refine_segments_in_precision,
 )
 from verify.flow import flow
-from verify.invariants import check_admissible
+from verify.invariants import check_admissible, check_blocks_move
 from verify.network import apply
 from verify.newton import chord, levenberg_marquardt
 from verify.rk4 import integrate_batch
@@ -64,6 +64,25 @@ def test_inadmissible_data_are_refused(mutate, causal, message):
     mutate(X, Y)
     with pytest.raises(InputError, match=message):
         check_admissible(X, Y, causal)
+
+
+def test_degenerate_blocks_refuse_what_they_cannot_move():
+    """V_0 = V_1 = 0 moves nothing; beta Q^T K = 0 (uniform attention) moves every token of a
+    sequence alike, so token differences are invariant under full attention (not under causal
+    masking, where each token averages its own prefix).  Generic blocks are never refused."""
+    X, Y = _pair(2, (3, 2, 2))
+    blocks = gaussian_blocks(2, 2)
+    still = [replace(b, V=np.zeros((2, 2))) for b in blocks]
+    uniform = [replace(b, beta=0.0) for b in blocks]
+    with pytest.raises(InputError, match="V = 0: their fields vanish"):
+        solve(still, X, Y, Settings(depth="finite"))
+    check_blocks_move(still, X, X.copy())
+    with pytest.raises(InputError, match="attention is uniform"):
+        solve(uniform, X, Y, Settings(depth="finite"))
+    shifted = X + np.array([0.5, -1.0])  # every token of every sequence moved alike: differences kept
+    check_blocks_move(uniform, X, shifted)
+    check_blocks_move([replace(b, causal=True) for b in uniform], X, Y)
+    check_blocks_move(blocks, X, Y)
 
 
 def test_orientation_and_order_obstructions():

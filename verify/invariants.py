@@ -24,7 +24,9 @@ Causal masking (tokens inside each sequence pairwise distinct):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -194,6 +196,45 @@ def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False) -> None
                             f"sequence {s}: tokens {i} and {j} change order (d = 1); in one dimension tokens of a "
                             "sequence never cross"
                         )
+
+
+def check_blocks_move(blocks: Sequence[Any], X: np.ndarray, Y: np.ndarray) -> None:
+    """Refuse targets that these particular blocks cannot reach because both are degenerate (the
+    theorem's blocks are generic; these are degenerate cases of ``theorems/necessity``), decided
+    exactly on the blocks:
+
+    * V_0 = V_1 = 0: the fields vanish and nothing moves, so Y must equal X;
+    * full attention with beta Q^T K = 0 for both blocks: attention is uniform, every token of a
+      sequence moves by V times the sequence's mean, so the differences of the tokens inside each
+      sequence never change (held to a relative 1e-12).  (The means then move by one linear map;
+      that is not checked here, since in finite depth it need not have det > 0.)
+
+    Raises :class:`~verify.errors.InputError`.
+
+    >>> import numpy as np
+    >>> from verify.blocks import gaussian_blocks
+    >>> from dataclasses import replace
+    >>> uniform = [replace(b, beta=0.0) for b in gaussian_blocks(0, 2)]
+    >>> X = np.random.default_rng(0).normal(size=(3, 2, 2))
+    >>> check_blocks_move(uniform, X, X @ np.array([[1.0, 0.5], [0.0, 2.0]]).T)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    verify.errors.InputError: both blocks have beta Q^T K = 0: attention is uniform, so ...
+    """
+    from .errors import InputError
+
+    if all(not np.any(b.V) for b in blocks):
+        if not np.array_equal(X, Y):
+            raise InputError("both blocks have V = 0: their fields vanish and nothing moves, so the targets must "
+                             "equal the inputs")
+        return
+    if blocks[0].causal or any(np.any(b.beta * b.Q.T @ b.K) for b in blocks):
+        return
+    dX, dY = X - X[:, :1], Y - Y[:, :1]
+    if np.abs(dY - dX).max() > 1e-12 * max(np.abs(dX).max(), np.abs(dY).max(), 1e-300):
+        raise InputError("both blocks have beta Q^T K = 0: attention is uniform, so every token of a sequence moves "
+                         "with the same velocity and the differences of its tokens never change; the targets change "
+                         "them")
 
 
 def _check_linear_tokens(A: np.ndarray, B: np.ndarray, what: str, why: str) -> None:

@@ -99,7 +99,7 @@ from .finish import (
     replay_error,
 )
 from .hall import basis, counting_degree, degree
-from .invariants import check_admissible, predicted_rank
+from .invariants import check_admissible, check_blocks_move, predicted_rank
 from .network import propagated_rounding
 from .newton import chord_in_precision, levenberg_marquardt
 from .pair_expansion import expansion
@@ -284,6 +284,7 @@ def _solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     if settings.states not in (*STATES, None):
         raise InputError(f"unknown start states {settings.states!r}; choose 'path', 'images' or 'mixed'")
     check_admissible(X, Y, bool(blocks[0].causal))
+    check_blocks_move(blocks, X, Y)
     settings = resolve(settings)
     if settings.method == "steer":
         if settings.depth == "finite":
