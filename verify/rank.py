@@ -230,7 +230,10 @@ def _analyse_at(blocks, X, K, dps) -> dict[str, Any]:
             break
     name = "float64" if level is None else f"{level} digits"
     undecided = None
-    if not weights_seen:
+    if not resolved(0.0, digits, W, deficit=True):  # even weights of 1 would not do
+        undecided = (f"at {name} the noise level {noise_level(unit, W):.1g} leaves no room to decide a rank; "
+                     f"give --dps {10 * math.ceil((_margin(W) + 10) / 10)} or more")
+    elif not weights_seen:
         undecided = (f"the smallest attention weight is 10^-{w:.3g}, too small for {name} to decide "
                      f"{'a deficit' if r < min(m, W) else 'the rank'} (up to {MAX_DIGITS} digits are tried); "
                      "rescale the data towards |x| ~ 1")
