@@ -235,7 +235,8 @@ def _analyse_at(blocks, X, K, dps) -> dict[str, Any]:
                      f"give --dps {10 * math.ceil((_margin(W) + 10) / 10)} or more")
     elif not weights_seen:
         undecided = (f"the smallest attention weight is 10^-{w:.3g}, too small for {name} to decide "
-                     f"{'a deficit' if r < min(m, W) else 'the rank'} (up to {MAX_DIGITS} digits are tried); "
+                     f"{'a deficit' if r < min(m, W) else 'the rank'}"
+                     f"{f' (up to {MAX_DIGITS} digits are tried)' if dps is None else ''}; "
                      "rescale the data towards |x| ~ 1")
     elif not decisive:
         undecided = (f"a singular value is within {GAP_FACTOR:g}x of the noise level at {name}, or a deficit "
