@@ -51,6 +51,13 @@ def _bool_matrix(xp: Any, m: np.ndarray) -> Any:
     return m if xp.__name__ == "mpmath" else xp.asarray(m)
 
 
+def logits(block: Block, X: Any) -> Any:
+    """l_ij = beta <Q x_i, K x_j> of shape (..., n, n), every entry (the causal mask is not applied)."""
+    xp = namespace_of(X)
+    Qt, Kt, _ = block_arrays(block, xp, X)
+    return block.beta * xp.matmul(xp.matmul(X, Qt), xp.matrix_transpose(xp.matmul(X, Kt)))
+
+
 def softmax_weights(block: Block, X: Any) -> Any:
     """Attention weights P of shape (..., n, n), computed stably.
 
@@ -59,9 +66,7 @@ def softmax_weights(block: Block, X: Any) -> Any:
     any backend.
     """
     xp = namespace_of(X)
-    Qt, Kt, _ = block_arrays(block, xp, X)
-    L = block.beta * xp.matmul(xp.matmul(X, Qt), xp.matrix_transpose(xp.matmul(X, Kt)))
-    E = shifted_exp(xp, L, block.causal)
+    E = shifted_exp(xp, logits(block, X), block.causal)
     return E / xp.sum(E, axis=-1, keepdims=True)
 
 

@@ -61,7 +61,7 @@ import mpmath
 import numpy as np
 from scipy.special import logsumexp
 
-from .attention import field, jacobian
+from .attention import causal_mask, field, jacobian, logits
 from .backend import namespace, precision
 from .blocks import Block
 from .brackets import bracket_matrix
@@ -122,12 +122,11 @@ def weight_digits(blocks: Sequence[Block], X: np.ndarray) -> float:
     [1, 35, 3526413964]
     """
     X = np.asarray(X, dtype=float)
-    admissible = np.tril(np.ones((X.shape[1],) * 2, dtype=bool)) if blocks[0].causal else True
+    admissible = causal_mask(np, X.shape[1]) if blocks[0].causal else True
     w = 0.0
     for b in blocks:
         with np.errstate(all="ignore"):
-            L = b.beta * np.matmul(X @ b.Q.T, np.swapaxes(X @ b.K.T, -1, -2))
-            L = np.where(admissible, L, -np.inf)
+            L = np.where(admissible, logits(b, X), -np.inf)
             log_p = np.where(admissible, L - logsumexp(L, axis=-1, keepdims=True), 0.0)
         smallest = float(log_p.min())
         w = max(w, -smallest / math.log(10) if math.isfinite(smallest) else math.inf)
@@ -211,8 +210,9 @@ def _analyse_at(blocks, X, K, dps) -> dict[str, Any]:
     degrees = np.array([degree(w) for w in basis(K)])
     w = weight_digits(blocks, X)
     levels = [dps] if dps is not None else [None, *ESCALATION]
-    if dps is None and ESCALATION[-1] < resolving_digits(w, len(degrees)) and w < MAX_DIGITS:
-        levels.append(min(resolving_digits(w, len(degrees)), MAX_DIGITS))
+    resolving = resolving_digits(w, len(degrees))
+    if dps is None and ESCALATION[-1] < resolving and w < MAX_DIGITS:
+        levels.append(min(resolving, MAX_DIGITS))
     for level in levels:
         with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
             M = _matrix(blocks, X, K, level)
@@ -232,7 +232,7 @@ def _analyse_at(blocks, X, K, dps) -> dict[str, Any]:
     undecided = None
     if not resolved(0.0, digits, W, deficit=True):  # even weights of 1 would not do
         undecided = (f"at {name} the noise level {noise_level(unit, W):.1g} leaves no room to decide a rank; "
-                     f"give --dps {10 * math.ceil((_margin(W) + 10) / 10)} or more")
+                     f"give --dps {max(resolving_digits(w, W), ESCALATION[0])} or more")
     elif not weights_seen:
         undecided = (f"the smallest attention weight is 10^-{w:.3g}, too small for {name} to decide "
                      f"{'a deficit' if r < min(m, W) else 'the rank'}"
