@@ -44,8 +44,8 @@ def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray, *, expected:
                                                   res["max_degree"])
     origin = ("exact prediction from the invariants (verify.invariants); rank decided in "
               f"{res['decided_by']} against the noise model of verify.rank")
-    deficit = abs(res["rank"] - (prediction if prediction is not None and res["decisive"] else np.nan))
-    out = [check(f"bracket rank equals prediction [{label}]", deficit, 0.0, origin, undecided=res["undecided"], **details)]
+    mismatch = abs(res["rank"] - (prediction if prediction is not None and res["decisive"] else np.nan))
+    out = [check(f"bracket rank equals prediction [{label}]", mismatch, 0.0, origin, undecided=res["undecided"], **details)]
     if certify_full and prediction == res["dimension"] and res["rank"] == res["dimension"]:
         cert = certify.full_rank(blocks, X, max_degree=res["max_degree"], matrix=np.asarray(M, dtype=float))
         value = cert.get("norm_I_minus_RA_upper", np.inf)

@@ -99,7 +99,7 @@ def load_collection(path: str | Path, key: str | None = None) -> np.ndarray:
         if isinstance(exc, InputError):
             raise
         raise InputError(f"{name}: cannot read as {suffix} ({exc})") from None
-    return validate.collection(validate.real_array(data, name), name)
+    return validate.collection(data, name)
 
 
 def load_blocks(path: str | Path) -> tuple[tuple[Block, Block], dict[str, Any]]:

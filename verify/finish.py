@@ -272,7 +272,6 @@ def image_residual(blocks, pattern, h, X, Y, depth, dps: int | None = None, dead
     return np.full(X.size, np.inf) if end is None else end.ravel() - Y.ravel()
 
 
-
 def chained(shoot: Shooting, x: np.ndarray) -> tuple[list[int], np.ndarray]:
     """The pattern and step sizes or durations of the segments of member x, one after the other
     (float64 or mpmath numbers, as x holds them)."""

@@ -484,11 +484,11 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
                 msg += f"; every network from the inputs to the targets has total |step| at least {bound:.3g}"
             else:
                 msg += f"; every control from the inputs to the targets lasts at least {minimal_duration(blocks, X, Y):.3g}"
-        saturated = [(w, which) for which, Z in (("inputs", X), ("targets", Y))
-                     if (w := weight_digits(blocks, Z)) > FLOAT64_DIGITS]
-        for w, which in saturated:
-            msg += (f"; softmax saturates on the {which} (smallest attention weight 10^-{w:.3g}, below float64's "
-                    "resolution): rescale the data towards |x| ~ 1")
+        for which, Z in (("inputs", X), ("targets", Y)):
+            w = weight_digits(blocks, Z)
+            if w > FLOAT64_DIGITS:
+                msg += (f"; softmax saturates on the {which} (smallest attention weight 10^-{w:.3g}, below float64's "
+                        "resolution): rescale the data towards |x| ~ 1")
         if lost:
             msg += (f"; {lost.total()} fit(s) reached {search_tol:.0e} and were lost in the finish: "
                     + ", ".join(f"{c} {LOSSES[k]}" for k, c in lost.most_common()))

@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # blocks imports this module (its seed check)
 MAX_MAGNITUDE = 1e150
 
 
-def real_array(x: Any, name: str) -> np.ndarray:
+def _real_array(x: Any, name: str) -> np.ndarray:
     """x as a float64 array, refusing complex or non-numeric entries (object arrays of parsed
     high-precision numbers pass through)."""
     if isinstance(x, np.ndarray) and x.dtype == object:
@@ -39,7 +39,7 @@ def real_array(x: Any, name: str) -> np.ndarray:
     try:
         raw = np.asarray(x)
         complex_entries = np.iscomplexobj(raw)  # float() would drop the imaginary parts with only a warning
-        a = None if complex_entries else raw.astype(float)
+        a = None if complex_entries else raw.astype(float, copy=False)
     except (TypeError, ValueError) as exc:
         raise InputError(f"{name}: not a rectangular array of real numbers ({exc})") from None
     if complex_entries:
@@ -56,7 +56,7 @@ def _finite(a: np.ndarray, name: str) -> None:
 
 def collection(x: Any, name: str = "inputs") -> np.ndarray:
     """A collection of N sequences of n tokens in R^d: a finite (N, n, d) array."""
-    a = real_array(x, name)
+    a = _real_array(x, name)
     if a.ndim != 3:
         raise InputError(f"{name}: expected an array of shape (N, n, d), got shape {a.shape}")
     if 0 in a.shape:
@@ -95,7 +95,7 @@ def matching(inputs: np.ndarray, targets: np.ndarray) -> None:
 
 
 def matrix(x: Any, d: int, name: str) -> np.ndarray:
-    a = real_array(x, name)
+    a = _real_array(x, name)
     if a.shape != (d, d):
         raise InputError(f"{name}: expected a {d} x {d} matrix, got shape {a.shape}")
     _finite(a, name)
