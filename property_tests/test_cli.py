@@ -245,3 +245,39 @@ def test_a_network_that_overflows_is_refused_in_one_line(tmp_path, dps):
     r = run("check", str(write(tmp_path, "w.json", doc)), *(["--dps", dps] if dps else []))
     assert r.returncode == 2 and "the network's image overflowed" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command, option, path, message", [
+    (["interpolate", "--targets", "X.npy"], "--out", "missing/w.json", "does not exist"),
+    (["rank"], "--dump", "m", "give a path ending in .npz"),  # np.savez would write m.npz, past the check
+])
+def test_an_output_file_that_cannot_be_written_is_refused_before_any_work(tmp_path, command, option, path, message):
+    import numpy as np
+
+    np.save(tmp_path / "X.npy", np.random.default_rng(0).normal(size=(1, 2, 2)))
+    r = run(*command, "--inputs", "X.npy", "--seed", "0", option, path, cwd=tmp_path)
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["X.npy"]
+
+
+def test_one_file_holding_inputs_and_targets_gives_each_its_own(tmp_path):
+    """An .npz with X and Y (or a JSON object with inputs only) is read by role: the targets are
+    never the inputs' array."""
+    import numpy as np
+
+    from verify.datafiles import load_collection
+    from verify.errors import InputError
+
+    X, Y = np.random.default_rng(0).normal(size=(2, 1, 2, 2))
+    np.savez(tmp_path / "xy.npz", X=X, Y=Y)
+    assert np.array_equal(load_collection(tmp_path / "xy.npz", "inputs"), X)
+    assert np.array_equal(load_collection(tmp_path / "xy.npz", "targets"), Y)
+    np.savez(tmp_path / "ab.npz", a=X, b=Y)
+    with pytest.raises(InputError, match=r"none named 'targets' \(or 'Y'\)"):
+        load_collection(tmp_path / "ab.npz", "targets")
+    only = write(tmp_path, "x.json", {"inputs": X.tolist()})
+    assert np.array_equal(load_collection(only, "inputs"), X)
+    with pytest.raises(InputError, match="needs a field 'targets'"):
+        load_collection(only, "targets")
+    r = run("interpolate", "--inputs", "xy.npz", "--targets", "x.json", "--seed", "0", cwd=tmp_path)
+    assert r.returncode == 2 and "needs a field 'targets'" in r.stderr and "Traceback" not in r.stderr

@@ -251,7 +251,7 @@ def _rank(args: argparse.Namespace) -> int:
     X = datafiles.load_collection(args.inputs)
     blocks = _blocks_from(args, X.shape[2])
     if args.dump:
-        datafiles.ensure_new(args.dump, "--dump")
+        datafiles.ensure_new(args.dump, "--dump", ".npz")  # np.savez would add the suffix and miss the check
     res = rank.analyse(blocks, X, max_degree=args.max_degree, dps=args.dps)
     M = res.pop("matrix")
     out = {k: res[k] for k in ("dimension", "rank", "expected_rank", "min_degree", "counting_degree", "max_degree",

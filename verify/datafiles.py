@@ -1,8 +1,10 @@
 """Reading the user's collections and blocks from files (.npy, .npz, .json).
 
-* a collection: an .npy array of shape (N, n, d); an .npz holding one array (or one named
-  ``inputs``/``targets``/``X``/``Y``, as asked); a .json file holding N x n x d nested lists,
-  or an object with such a field (a witness file works: its ``inputs``/``targets``);
+* a collection: an .npy array of shape (N, n, d); an .npz holding one array, or one named for
+  the role asked (``inputs`` or ``X``; ``targets`` or ``Y``: :data:`COLLECTION_KEYS`); a .json
+  file holding N x n x d nested lists, or an object with a field so named (a witness file
+  works: its ``inputs``/``targets``).  A file holding both roles gives each its own array, and
+  one that holds several arrays but none named for the role is refused;
 * blocks: any JSON object with a ``blocks`` field as in the witness schema (two objects with
   Q, K, V), optionally ``attention`` (``causal``, ``beta``).
 
@@ -28,7 +30,7 @@ from . import validate
 from .blocks import Block
 from .errors import InputError
 
-COLLECTION_KEYS = ("inputs", "targets", "X", "Y")
+COLLECTION_KEYS = {"inputs": ("inputs", "X"), "targets": ("targets", "Y")}  # the names each role is read from
 
 
 def _read_json(path: Path) -> Any:
@@ -40,11 +42,17 @@ def _read_json(path: Path) -> Any:
         raise InputError(f"{path}: not a UTF-8 text file") from None
 
 
-def ensure_new(path: str | Path, option: str = "--out") -> Path:
-    """Refuse to write over an existing file: nothing a user has is overwritten."""
+def ensure_new(path: str | Path, option: str = "--out", suffix: str | None = None) -> Path:
+    """Refuse to write over an existing file (nothing a user has is overwritten), into a
+    directory that does not exist, or (``suffix``) under another suffix: checked before the work,
+    so that a path that cannot be written is refused at once rather than after the search."""
     p = Path(path)
+    if suffix is not None and p.suffix.lower() != suffix:
+        raise InputError(f"{option} {p}: writes a {suffix} file; give a path ending in {suffix}")
     if p.exists():
         raise InputError(f"{p} already exists; choose another {option} path or remove it first")
+    if not p.parent.is_dir():
+        raise InputError(f"{option} {p}: the directory {p.parent} does not exist; make it or choose another path")
     return p
 
 
@@ -68,8 +76,18 @@ def _exists(path: str | Path) -> Path:
     return p
 
 
-def load_collection(path: str | Path, key: str | None = None) -> np.ndarray:
-    """A finite float64 (N, n, d) array from .npy, .npz or .json (see module docstring)."""
+def load_collection(path: str | Path, role: str = "inputs") -> np.ndarray:
+    """A finite float64 (N, n, d) array from .npy, .npz or .json (see module docstring), read as
+    the ``role`` "inputs" or "targets".
+
+    >>> import tempfile, os, numpy as np
+    >>> p = os.path.join(tempfile.mkdtemp(), "xy.npz")
+    >>> np.savez(p, X=np.zeros((1, 2, 2)), Y=np.ones((1, 2, 2)))
+    >>> float(load_collection(p, "inputs").max()), float(load_collection(p, "targets").max())
+    (0.0, 1.0)
+    """
+    names = COLLECTION_KEYS[role]
+    wanted = f"'{names[0]}' (or '{names[1]}')"
     p = _exists(path)
     name = str(p)
     suffix = p.suffix.lower()
@@ -79,18 +97,16 @@ def load_collection(path: str | Path, key: str | None = None) -> np.ndarray:
         elif suffix == ".npz":
             with np.load(p, allow_pickle=False) as z:
                 keys = list(z.keys())
-                pick = key if key in keys else next((k for k in COLLECTION_KEYS if k in keys), None)
-                if pick is None and len(keys) == 1:
-                    pick = keys[0]
+                pick = next((k for k in names if k in keys), keys[0] if len(keys) == 1 else None)
                 if pick is None:
-                    raise InputError(f"{name}: holds arrays {keys}; name one of them 'inputs' or 'targets'")
+                    raise InputError(f"{name}: holds arrays {keys}, none named {wanted}; name the {role} so")
                 data = z[pick]
         elif suffix == ".json":
             doc = _read_json(p)
             if isinstance(doc, dict):
-                pick = key if key in doc else next((k for k in COLLECTION_KEYS if k in doc), None)
+                pick = next((k for k in names if k in doc), None)
                 if pick is None:
-                    raise InputError(f"{name}: a JSON object needs a field 'inputs' (or 'targets') with N x n x d lists")
+                    raise InputError(f"{name}: a JSON object needs a field {wanted} with the {role} as N x n x d lists")
                 doc = doc[pick]
             data = doc
         else:
