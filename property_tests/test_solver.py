@@ -25,6 +25,7 @@ from verify.finish import (
     high_digits,
     refine_in_precision,
     refine_segments_in_precision,
+    replay_error,
 )
 from verify.flow import flow
 from verify.invariants import check_admissible, check_blocks_move
@@ -164,6 +165,18 @@ def test_a_search_that_stops_short_of_its_deadline_says_the_time_ran_out():
     X, Y, blocks = instance(8, 0, seed=5)
     sol = solve(blocks, X, Y, Settings(depth="finite", steps_per_dim=0.5, time_budget=1.0))
     assert not sol.success and sol.message.startswith(f"not found within 1 s ({sol.moves} start(s))")
+    assert "max_depth allows 4 steps, but the targets move in 8 dimensions" in sol.message
+
+
+@pytest.mark.parametrize("depth", ["continuous", "finite"])
+def test_targets_equal_to_the_inputs_take_no_steps(depth):
+    """X = Y: the empty control (network) is exact and is returned at once, not a search's
+    long one; it replays, and a different target is still searched for."""
+    X, Y, blocks = instance(4, 0, seed=5)
+    sol = solve(blocks, X, X.copy(), Settings(depth=depth))
+    assert sol.success and sol.steps == [] and sol.depth == 0 and sol.error == 0.0
+    assert replay_error(blocks, sol.steps, X, X, depth) == 0.0
+    assert solve(blocks, X, Y, Settings(depth="finite", max_starts=1, max_iter=1)).message.startswith("not found")
 
 
 def test_a_search_on_saturated_inputs_says_so():

@@ -52,7 +52,8 @@ invariant forbids:
   flows; the fraction grows after a success and halves after a failure.  Measured reach is
   poor (see the issue notes); it is kept as the construction the proof suggests.
 
-Consecutive steps of one block are merged and zero steps dropped.  The returned
+Targets equal to the inputs get the empty control (or network) at once.  Consecutive steps of
+one block are merged and zero steps dropped.  The returned
 :class:`Solution` records the control, the replayed error, depth, total |duration|, seeds and
 work, and the fits that reached the search tolerance but were lost in the finish, by stage
 (``Solution.lost``, keys of ``LOSSES``; a "not found" message names them); :func:`verify.witness.make`
@@ -286,6 +287,9 @@ def _solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     check_admissible(X, Y, bool(blocks[0].causal))
     check_blocks_move(blocks, X, Y)
     settings = resolve(settings)
+    if np.array_equal(X, Y):  # the empty control (or network) is exact; a search would return a long one
+        return Solution(True, "the targets equal the inputs: no steps needed", [], 0.0, 0, 0.0, 0, 0, 0.0,
+                        asdict(settings))
     if settings.method == "steer":
         if settings.depth == "finite":
             raise InputError("method 'steer' builds continuous controls only; use method 'lm' for finite depth")
@@ -489,6 +493,11 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             if w > FLOAT64_DIGITS:
                 msg += (f"; softmax saturates on the {which} (smallest attention weight 10^-{w:.3g}, below float64's "
                         "resolution): rescale the data towards |x| ~ 1")
+        free = predicted_rank(X, bool(blocks[0].causal))  # the dimensions the targets can move in
+        free = m if free is None else free
+        if total < free:
+            msg += (f"; max_depth allows {total} steps, but the targets move in {free} dimensions and the images of "
+                    f"{total} steps form a set of dimension at most {total}: allow at least {free}")
         if lost:
             msg += (f"; {lost.total()} fit(s) reached {search_tol:.0e} and were lost in the finish: "
                     + ", ".join(f"{c} {LOSSES[k]}" for k, c in lost.most_common()))
