@@ -354,8 +354,11 @@ def _interpolate(args: argparse.Namespace) -> int:
         missed = [r for r in (out.get("replay"), out.get("replay_high_precision")) if r and not r["passed"]]
         why = "".join(f"; but its replay in {r['precision']} misses the tolerance {r['tolerance']:.1e}: error "
                       f"{r['error']:.2e} + estimate {r['integration_error_estimate']:.2e}" for r in missed)
-        print(f"{word}: {sol.message}; max |image - target| = {sol.error:.2e}, {args.depth} depth {sol.depth}, "
-              f"total |duration| {sol.total_duration:.3g}, {sol.wall_time:.1f} s{why}{wrote}")
+        if not sol.success:  # the message says what was reached; there is no control to describe
+            print(f"FAIL: {sol.message} ({sol.wall_time:.1f} s)")
+        else:
+            print(f"{word}: {sol.message}; max |image - target| = {sol.error:.2e}, {args.depth} depth {sol.depth}, "
+                  f"total |duration| {sol.total_duration:.3g}, {sol.wall_time:.1f} s{why}{wrote}")
     return EXIT_OK if ok else EXIT_FAIL
 
 

@@ -479,7 +479,10 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         msg = f"reached the targets after {rec.starts} start(s){how}"
     else:
         speed, where, index = slowest(blocks, X, Y)
-        msg = (f"{why}; best max |residual| of the {S}-segment fit = {rec.best:.2e}; the slowest sequence, {where} "
+        best = (f"best max |residual| of the {S}-segment fit = {rec.best:.2e}" if math.isfinite(rec.best)
+                else f"the {S}-segment fit recorded no finite residual (the budget ended before its first "
+                     "iteration, or every residual overflowed)")
+        msg = (f"{why}; {best}; the slowest sequence, {where} "
                f"{index}, has shape speed {speed:.2g} (verify.shape_speed: a slow sequence needs a long control to "
                "change its shape)")
         if not any(b.causal for b in blocks):  # the diameter bounds assume full attention
