@@ -43,6 +43,14 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
 
 
+def _digits(text: str) -> int:
+    try:
+        return validate.digits(int(text))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"expected a whole number of digits from 1 to {validate.MAX_DIGITS}, "
+                                         f"got {text!r}") from None
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="verify",
@@ -54,7 +62,7 @@ def parser() -> argparse.ArgumentParser:
                        description="Replay WITNESS.json (schema attention-interpolation-witness/1); "
                                    "exit 0 only when max |image - target| + integration error estimate <= tolerance.")
     c.add_argument("witness", metavar="WITNESS.json")
-    c.add_argument("--dps", type=_positive_int, default=None,
+    c.add_argument("--dps", type=_digits, default=None,
                    help="replay in arbitrary precision with this many digits "
                         "(default: the witness's recorded precision, float64 if it records none)")
     c.add_argument("--json", action="store_true", help="print the verdict as JSON")
@@ -72,7 +80,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--beta", type=float, default=None, help="inverse temperature (default 1, or the blocks file's)")
     r.add_argument("--max-degree", type=_positive_int, default=rank.DEFAULT_MAX_DEGREE)
     r.add_argument("--certify", action="store_true", help="prove full rank in Arb ball arithmetic (and gl(d) when causal)")
-    r.add_argument("--dps", type=_positive_int, default=None, help="decide the rank at this many digits")
+    r.add_argument("--dps", type=_digits, default=None, help="decide the rank at this many digits")
     r.add_argument("--dump", metavar="M.npz", help="write the bracket matrix and its words (refuses to overwrite)")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -91,7 +99,7 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("--depth", choices=["continuous", "finite"], default="continuous")
     i.add_argument("--method", choices=["lm", "steer"], default="lm", help="lm (default) or bracket steering (continuous)")
     i.add_argument("--tolerance", type=float, default=1e-10, help="claimed max |image - target| (default 1e-10)")
-    i.add_argument("--dps", type=_positive_int, default=None, help="also replay the witness at this many digits")
+    i.add_argument("--dps", type=_digits, default=None, help="also replay the witness at this many digits")
     i.add_argument("--max-depth", type=_positive_int, default=None, help="largest number of steps/layers")
     i.add_argument("--time-budget", type=float, default=60.0, help="seconds of search (default 60)")
     i.add_argument("--search-seed", type=_seed, default=0, help="seed of the random starts (recorded in the witness)")

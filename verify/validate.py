@@ -30,6 +30,10 @@ if TYPE_CHECKING:  # blocks imports this module (its seed check)
 # float64's overflow, so data that start there are refused before any work.
 MAX_MAGNITUDE = 1e150
 
+# The most significant digits a user may ask a replay or a rank for: the engine's own stages use
+# at most 150 (verify.rank.MAX_DIGITS), and mpmath parses no decimal string of over 4300 digits.
+MAX_DIGITS = 1000
+
 
 def _real_array(x: Any, name: str) -> np.ndarray:
     """x as a float64 array, refusing complex or non-numeric entries (object arrays of parsed
@@ -82,6 +86,20 @@ def seed(value: Any, name: str = "seed") -> int:
     """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise InputError(f"{name} must be a whole number >= 0, got {value!r}")
+    return int(value)
+
+
+def digits(value: Any, name: str = "dps") -> int:
+    """A working precision in significant digits: a whole number from 1 to MAX_DIGITS.
+
+    >>> try:
+    ...     digits(100000)
+    ... except InputError as e:
+    ...     print(e)
+    dps must be a whole number of digits from 1 to 1000, got 100000
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_DIGITS:
+        raise InputError(f"{name} must be a whole number of digits from 1 to {MAX_DIGITS}, got {value!r}")
     return int(value)
 
 

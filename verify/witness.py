@@ -78,8 +78,7 @@ class Witness:
     def digits(self) -> int | None:
         """The precision the witness says it replays at: N for ``"precision": "N digits"``,
         None for float64 (or no precision field)."""
-        words = str(self.extra.get("precision", "float64")).split()
-        return int(words[0]) if len(words) == 2 and words[1] == "digits" and words[0].isdigit() else None
+        return parse_precision(self.extra.get("precision", "float64"))
 
     def blocks_at(self, dps: int | None = None) -> tuple[Block, Block]:
         return tuple(  # type: ignore[return-value]
@@ -95,6 +94,17 @@ class Witness:
             return [(b, float(t)) for b, t in self.steps]
         xp = namespace("mpmath")
         return [(b, xp.asarray(t)[()]) for b, t in self.steps]
+
+
+def parse_precision(label: Any, source: str = "witness") -> int | None:
+    """The digits of a ``"precision"`` field: None for ``"float64"``, N for ``"N digits"`` (N
+    from 1 to :data:`verify.validate.MAX_DIGITS`); anything else is refused, not read as float64."""
+    words = label.split() if isinstance(label, str) else []
+    if label == "float64":
+        return None
+    if len(words) != 2 or words[1] != "digits" or not words[0].isdigit():
+        raise InputError(f"{source}: precision is {label!r}; expected 'float64' or 'N digits'")
+    return validate.digits(int(words[0]), f"{source}: the precision")
 
 
 def precision_label(dps: int | None) -> str:
@@ -213,6 +223,7 @@ def from_dict(doc: Any, source: str = "witness") -> Witness:
     if tol < 0:
         raise InputError(f"{source}: tolerance must be non-negative, got {tol}")
     extra = {k: v for k, v in doc.items() if k not in (*REQUIRED, "steps", "layers")}
+    parse_precision(extra.get("precision", "float64"), source)
     return Witness(causal, beta, mats, inputs, targets, depth, tuple(steps), tol, extra)
 
 
