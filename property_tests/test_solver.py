@@ -111,6 +111,8 @@ def test_orientation_and_order_obstructions():
                                                    ("time_budget", float("nan"), "time budget must be a positive"),
                                                    ("time_budget", -1.0, "time budget must be a positive"),
                                                    ("tolerance", 0.0, "tolerance must be a positive"),
+                                                   ("tolerance", 1e-300, "needs more than 100 digits; give one of "
+                                                                         "at least 1e-93"),
                                                    ("seed", -1, "search seed must be a whole number"),
                                                    ("seed", 1.5, "search seed must be a whole number")])
 def test_unknown_settings_are_refused(field, value, message):
@@ -254,6 +256,20 @@ def test_shooting_population_solves_gaussian_targets(m, index):
     assert sol.success and sol.error <= 1e-10 and sol.depth <= DEPTH_DEFAULTS["finite"]["steps_per_dim"] * m
     theirs = independent.network([(b.Q, b.K, b.V) for b in blocks], sol.steps, X)
     assert np.abs(theirs - Y).max() <= 1e-10
+
+
+@pytest.mark.parametrize("depth", ["continuous", "finite"])
+def test_a_tolerance_below_float64_is_reached_in_high_precision(depth):
+    """Tolerance 1e-20: the finite search used to aim at 1e-21 in float64 and never hand a fit
+    over, and continuous segments were held to 1e-22 in float64 and lost; both now stop at
+    float64's reach and refine in high precision, and the witness replays there
+    (:func:`verify.witness.replay` at its digits) within 1e-20."""
+    X, Y, blocks = instance(4, 0, seed=5)
+    sol = solve(blocks, X, Y, Settings(depth=depth, tolerance=1e-20, time_budget=30))
+    assert sol.success and sol.dps is not None and sol.error <= 1e-20, sol.message
+    doc = witness.make(blocks, X, Y, depth, sol.steps, 1e-20, precision=witness.precision_label(sol.dps))
+    replay = witness.replay(witness.from_dict(doc), sol.dps)
+    assert replay["passed"] and replay["error"] <= 1e-20
 
 
 def test_refinement_in_precision_reaches_below_float64():

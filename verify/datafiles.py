@@ -72,7 +72,7 @@ def output_directory(path: str | Path, option: str = "--out") -> Path:
 def _exists(path: str | Path) -> Path:
     p = Path(path)
     if not p.is_file():
-        raise InputError(f"{p}: no such file")
+        raise InputError(f"{p}: {'a directory, not a file' if p.is_dir() else 'no such file'}")
     return p
 
 

@@ -115,6 +115,18 @@ NEAR_CHAINED = 1e-6
 # :func:`high_digits` adds digits, up to MAX_DPS (beyond it the network is not returned).
 HIGH_DPS = 30
 MAX_DPS = 100
+
+# What float64 steps on a network or a segment's flow reliably bring a residual to, relative to
+# the data's scale (max(1, max |x|)): residuals of the found fits bottom out at 1e-15 to 1e-13 on
+# reach instances.  Below it (a tolerance under 1e-11) the search and the segments stop there and
+# the rest is done at high precision, which a float64 fit aimed further would never hand over to.
+FLOAT64_REACH = 1e-12
+
+
+def float64_reach(X: np.ndarray, Y: np.ndarray) -> float:
+    """FLOAT64_REACH at the scale of the data."""
+    return FLOAT64_REACH * max(1.0, float(np.abs(X).max()), float(np.abs(Y).max()))
+
 # Continuous controls start lower: a flow's cost grows with its digits (its Taylor order, and the
 # orders a split series keeps in precision), and :func:`high_digits` still adds what the gain
 # asks for.  A 180-step control at m = 18 flows in 3.4 s at 23 digits and 7.5 s at 30.
@@ -370,10 +382,12 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
         if refit.found is None:  # a refit that stopped short of the deadline was lost to it
             return "deadline" if refit.timed_out else "refit"
         x = refit.found
+    reach = float64_reach(X, Y)
     x, seg_err, jac = chord(lambda z: shoot.system(z[None], exact_flow=True)[0][0],
-                             lambda z: shoot.system(z[None], True, exact_flow=True)[1][0], x, 0.01 * tol, deadline)
+                             lambda z: shoot.system(z[None], True, exact_flow=True)[1][0], x,
+                             max(0.01 * tol, 0.1 * reach), deadline)
     spent[0] += jac
-    if seg_err > 0.1 * tol:
+    if seg_err > max(0.1 * tol, reach):  # below float64's reach the segments are refined in precision
         return "segments"
 
     def whole(x):

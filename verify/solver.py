@@ -93,6 +93,7 @@ from .finish import (
     exact_jacobian,
     finish_control,
     finish_network,
+    float64_reach,
     float_replay_check,
     high_digits,
     high_precision_end,
@@ -272,6 +273,9 @@ def solve(
         raise InputError(f"the time budget must be a positive number of seconds (inf: none), got {settings.time_budget}")
     if not (math.isfinite(settings.tolerance) and settings.tolerance > 0):
         raise InputError(f"the tolerance must be a positive number, got {settings.tolerance}")
+    if high_digits(1.0, settings.tolerance) is None:  # even a replay that amplifies no rounding
+        raise InputError(f"a tolerance of {settings.tolerance:g} needs more than {MAX_DPS} digits; give one of at least "
+                         f"{10.0 ** (high_digits(1.0, 1.0, 0) - MAX_DPS):g}")
     validate.seed(settings.seed, "the search seed")
     sol = _solve(blocks, X, Y, settings, progress)
     if sol.success and settings.prune > 0:
@@ -419,7 +423,8 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     shoot = Shooting(blocks, X, Y, S, total // S, 1, "euler" if finite else "rk4")
     backward = [d == "backward" for d in settings.directions]
     tol = settings.tolerance
-    search_tol = 0.1 * tol if finite else 1e-3  # a member this close is handed to the finish
+    # a member this close is handed to the finish (finite: at high precision below float64's reach)
+    search_tol = max(0.1 * tol, float64_reach(X, Y)) if finite else 1e-3
     extra_jacobians = [0]  # those of the finishes
     reversed_control = [False]
     shootings: list[Shooting] = []  # those of the phase being searched
