@@ -477,7 +477,7 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     steps, err, dps = rec.found or ([], math.inf, None)
     ok = err <= tol
     out_of_time = rec.timed_out or time.perf_counter() >= deadline  # the search stops short of a deadline it would pass
-    why = (f"not found within {settings.time_budget:g} s ({rec.starts} start(s))" if out_of_time
+    why = (f"not found within {settings.time_budget:.3g} s ({rec.starts} start(s))" if out_of_time
            else f"not found: all {rec.starts} start(s) stalled")
     how = ", reversing a control of the inverse problem" if reversed_control[0] else ""
     if ok:
@@ -629,7 +629,7 @@ def _steer_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             return finish(True, f"reached the targets in {moves} moves")
         now = time.perf_counter()
         if now - t0 > settings.time_budget:
-            return finish(False, f"not found within {settings.time_budget:g} s: max |image - target| = {gap:.2e}")
+            return finish(False, f"not found within {settings.time_budget:.3g} s: max |image - target| = {gap:.2e}")
         if moves >= settings.max_moves or len(control) > settings.max_depth:
             return finish(False, f"not found within the depth/move budget: max |image - target| = {gap:.2e}")
         if progress and now - last_report > 2.0:
