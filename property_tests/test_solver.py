@@ -167,7 +167,7 @@ def test_a_search_that_stops_short_of_its_deadline_says_the_time_ran_out():
     X, Y, blocks = instance(8, 0, seed=5)
     sol = solve(blocks, X, Y, Settings(depth="finite", steps_per_dim=0.5, time_budget=1.0))
     assert not sol.success and sol.message.startswith(f"not found within 1 s ({sol.moves} start(s))")
-    assert "max_depth allows 4 steps, but the targets move in 8 dimensions" in sol.message
+    assert "have 4 steps (max_depth, steps_per_dim), but the targets move in 8 dimensions" in sol.message
 
 
 @pytest.mark.parametrize("depth", ["continuous", "finite"])

@@ -116,9 +116,14 @@ NEAR_CHAINED = 1e-6
 HIGH_DPS = 30
 MAX_DPS = 100
 
+# Continuous controls start lower: a flow's cost grows with its digits (its Taylor order, and the
+# orders a split series keeps in precision), and :func:`high_digits` still adds what the gain
+# asks for.  A 180-step control at m = 18 flows in 3.4 s at 23 digits and 7.5 s at 30.
+FLOW_DPS = 24
+
 # What float64 steps on a network or a segment's flow reliably bring a residual to, relative to
-# the data's scale (max(1, max |x|)): residuals of the found fits bottom out at 1e-15 to 1e-13 on
-# reach instances.  Below it (a tolerance under 1e-11) the search and the segments stop there and
+# the data's scale (max(1, max |x|)): finite searches aimed at 1e-21 bottomed out at 1.3e-15 to
+# 5.8e-15 (an m = 8 instance, three runs).  Below it (a tolerance under 1e-11) the search and the segments stop there and
 # the rest is done at high precision, which a float64 fit aimed further would never hand over to.
 FLOAT64_REACH = 1e-12
 
@@ -127,12 +132,8 @@ def float64_reach(X: np.ndarray, Y: np.ndarray) -> float:
     """FLOAT64_REACH at the scale of the data."""
     return FLOAT64_REACH * max(1.0, float(np.abs(X).max()), float(np.abs(Y).max()))
 
-# Continuous controls start lower: a flow's cost grows with its digits (its Taylor order, and the
-# orders a split series keeps in precision), and :func:`high_digits` still adds what the gain
-# asks for.  A 180-step control at m = 18 flows in 3.4 s at 23 digits and 7.5 s at 30.
-FLOW_DPS = 24
 
-# Where a fit that reached the search tolerance (finite: tolerance / 10; continuous: 1e-3 on the
+# Where a fit that reached the search tolerance (finite: tolerance / 10 or float64_reach; continuous: 1e-3 on the
 # RK4 surrogate) can be lost on its way to a returned control or network, the keys of
 # ``Solution.lost``.  Most continuous fits are lost at the refit: on seed 24 m = 8 (60 s) four
 # misses lost fits there (durations 1.3 to 8.3 on one or two RK4 steps per control step), one of

@@ -504,8 +504,9 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         free = predicted_rank(X, bool(blocks[0].causal))  # the dimensions the targets can move in
         free = m if free is None else free
         if total < free:
-            msg += (f"; max_depth allows {total} steps, but the targets move in {free} dimensions and the images of "
-                    f"{total} steps form a set of dimension at most {total}: allow at least {free}")
+            msg += (f"; the controls searched have {total} steps (max_depth, steps_per_dim), but the targets move in "
+                    f"{free} dimensions and the images of {total} steps form a set of dimension at most {total}: "
+                    f"allow at least {free}")
         if lost:
             msg += (f"; {lost.total()} fit(s) reached {search_tol:.0e} and were lost in the finish: "
                     + ", ".join(f"{c} {LOSSES[k]}" for k, c in lost.most_common()))
