@@ -148,6 +148,19 @@ def test_each_obstruction_is_refused_by_name(case):
     assert "\n" not in str(e.value)
 
 
+FLOWS_ONLY = ("det G", "change order")  # invariants of flows that networks break (check_admissible)
+
+
+@given(INADMISSIBLE)
+def test_finite_depth_refuses_all_but_the_invariants_of_flows(case):
+    X, Y, causal, message = case
+    if message in FLOWS_ONLY:
+        check_admissible(X, Y, causal, "finite")
+    else:
+        with pytest.raises(InputError, match=message):
+            check_admissible(X, Y, causal, "finite")
+
+
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(INADMISSIBLE)
 def test_interpolate_refuses_with_exit_2(tmp_path, case):

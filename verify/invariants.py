@@ -115,7 +115,7 @@ def _pairs_multiset(X: np.ndarray, Y: np.ndarray, s: int) -> list[tuple]:
     return sorted(_key(x) + _key(y) for x, y in zip(X[s], Y[s], strict=True))
 
 
-def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False) -> None:
+def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False, depth: str = "continuous") -> None:
     """Refuse targets that no control can reach from the inputs, naming the obstruction.
 
     Full attention: the coincidence pattern of every sequence, the permutation relations
@@ -126,6 +126,13 @@ def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False) -> None
     related by one G with det G > 0, shared prefixes must agree and, for d = 1, the first two
     tokens keep their order.  "Related by one G" is decided by least squares with relative
     residual <= 1e-12 and an exact rank comparison.  Raises :class:`~verify.errors.InputError`.
+
+    The orientation (det G > 0) and the d = 1 orders are invariants of flows, not of networks
+    (``depth="finite"``): a layer x -> (I + h V) x with h beyond -1/lambda, lambda a real
+    eigenvalue of V, reverses an orientation, and in d = 1 the difference of two tokens
+    (the first two, under causal masking) is multiplied by 1 + h c for some c of the layer, so
+    it changes sign when h passes -1/c.  Finite depth is refused neither; the solver's networks
+    reach such targets (``test_networks_reach_what_flows_cannot``).
 
     >>> import numpy as np
     >>> X = np.random.default_rng(0).normal(size=(3, 1, 2))        # n = 1: attention is linear
@@ -138,9 +145,10 @@ def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False) -> None
     from .errors import InputError
 
     N, n, d = X.shape
+    flows = depth != "finite"  # the invariants of flows only: orientation, and orders in d = 1
     if causal:
         _check_linear_tokens(X[:, 0, :], Y[:, 0, :], "first tokens",
-                             "under causal masking x_1 -> G x_1 with the same G for every sequence")
+                             "under causal masking x_1 -> G x_1 with the same G for every sequence", flows)
         for i in range(1, n + 1):
             for s in range(N):
                 for t in range(s + 1, N):
@@ -152,7 +160,7 @@ def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False) -> None
                             f"sequences {s} and {t} share their first {i} tokens in the {which} only; under causal "
                             "masking shared prefixes stay shared and distinct ones stay distinct"
                         )
-        if d == 1 and n >= 2:
+        if d == 1 and n >= 2 and flows:
             # (x_2 - x_1)' = P_22 V (x_2 - x_1): the first two tokens never cross (later ones can)
             for s in range(N):
                 if np.sign(X[s, 1, 0] - X[s, 0, 0]) != np.sign(Y[s, 1, 0] - Y[s, 0, 0]):
@@ -186,8 +194,8 @@ def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False) -> None
         _check_linear_tokens(X[linear, 0, :], Y[linear, 0, :],
                              f"tokens of sequences {', '.join(map(str, linear))} (one repeated token each)",
                              "a sequence of one repeated token moves linearly, x -> G x, with the same G for every "
-                             "such sequence")
-    if d == 1:
+                             "such sequence", flows)
+    if d == 1 and flows:
         for s in range(N):
             for i in range(n):
                 for j in range(n):
@@ -237,9 +245,9 @@ def check_blocks_move(blocks: Sequence[Any], X: np.ndarray, Y: np.ndarray) -> No
                          "them")
 
 
-def _check_linear_tokens(A: np.ndarray, B: np.ndarray, what: str, why: str) -> None:
-    """B^T = G A^T for one G with det G > 0 (rows of A, B: the tokens that move linearly, named
-    ``what``; ``why`` says why they do)."""
+def _check_linear_tokens(A: np.ndarray, B: np.ndarray, what: str, why: str, orientation: bool = True) -> None:
+    """B^T = G A^T for one G, with det G > 0 if ``orientation`` (rows of A, B: the tokens that
+    move linearly, named ``what``; ``why`` says why they do)."""
     from .errors import InputError
 
     N, d = A.shape
@@ -254,6 +262,6 @@ def _check_linear_tokens(A: np.ndarray, B: np.ndarray, what: str, why: str) -> N
         raise InputError(
             f"the {what} span dimension {rank_a} in the inputs but {rank_b} in the targets; G must be invertible ({why})"
         )
-    if rank_a == d and np.linalg.det(G) <= 0:
+    if orientation and rank_a == d and np.linalg.det(G) <= 0:
         raise InputError(f"the {what} determine G with det G = {np.linalg.det(G):.3g} <= 0; the flows reach only "
                          f"GL+(d) ({why})")

@@ -288,7 +288,7 @@ def _solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         raise InputError(f"unknown depth {settings.depth!r}; choose 'continuous' or 'finite'")
     if settings.states not in (*STATES, None):
         raise InputError(f"unknown start states {settings.states!r}; choose 'path', 'images' or 'mixed'")
-    check_admissible(X, Y, bool(blocks[0].causal))
+    check_admissible(X, Y, bool(blocks[0].causal), settings.depth)
     check_blocks_move(blocks, X, Y)
     settings = resolve(settings)
     if np.array_equal(X, Y):  # the empty control (or network) is exact; a search would return a long one
