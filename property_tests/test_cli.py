@@ -195,6 +195,8 @@ def test_rank_causal_reports_gl_d(tmp_path):
     (["--inputs", "LARGE.npy", "--seed", "1"], "overflow float64"),
     (["--inputs", "COMPLEX.npy", "--seed", "1"], "complex entries"),
     (["--inputs", "RAGGED.json", "--seed", "1"], "not a rectangular array of real numbers"),
+    (["--inputs", "/", "--seed", "1"], "a directory, not a file"),
+    (["--inputs", "X.npy", "--blocks", "HEAD.json"], "blocks[0].Q: expected a square d x d matrix, got shape (3, 2)"),
 ])
 def test_rank_refuses_bad_input(tmp_path, args, message):
     import numpy as np
@@ -211,6 +213,8 @@ def test_rank_refuses_bad_input(tmp_path, args, message):
     np.save(tmp_path / "LARGE.npy", 1e80 * spread)  # below the refusal at load, but the brackets overflow
     np.save(tmp_path / "COMPLEX.npy", spread + 1j)  # float() would keep the real parts, with only a warning
     (tmp_path / "RAGGED.json").write_text("[[[1, 2], [3]]]")
+    head = {m: np.ones((3, 2)).tolist() for m in "QK"}  # a head dimension 3 != d: Q and K must be d x d
+    (tmp_path / "HEAD.json").write_text(json.dumps({"blocks": [{**head, "V": np.eye(2).tolist()}] * 2}))
     r = run("rank", *args, cwd=tmp_path)
     assert r.returncode == 2, r.stdout
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr

@@ -172,7 +172,10 @@ def parse_blocks(bl: Any, source: str, d: int | None = None) -> tuple[dict[str, 
         if not isinstance(blk, dict) or any(m not in blk for m in "QKV"):
             raise InputError(f"{source}: blocks[{b}] must be an object with fields Q, K, V")
         one = {m: _array(blk[m], f"{source}: blocks[{b}].{m}", 2) for m in "QKV"}
-        d = one["Q"].shape[0] if d is None else d
+        if d is None:  # from the first Q, which must then be square
+            if one["Q"].shape[0] != one["Q"].shape[1]:
+                raise InputError(f"{source}: blocks[{b}].Q: expected a square d x d matrix, got shape {one['Q'].shape}")
+            d = one["Q"].shape[0]
         for m, a in one.items():
             validate.matrix(a.astype(float), d, f"{source}: blocks[{b}].{m}")
         mats.append(one)
