@@ -305,3 +305,18 @@ def test_digits_beyond_the_limit_are_refused(tmp_path, command):
         doc["precision"] = label
         r = run("check", str(write(tmp_path, "bad.json", doc)))
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_json_output_is_strict_json(tmp_path):
+    """--json printed Python's 'Infinity' for a failed search's error, which strict JSON parsers
+    (jq, JavaScript) reject; non-finite numbers are strings now, as in the reports."""
+    import numpy as np
+
+    def strict(text):
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+
+    np.save(tmp_path / "X.npy", np.random.default_rng(0).normal(size=(2, 2, 2)))
+    np.save(tmp_path / "Y.npy", np.random.default_rng(1).normal(size=(2, 2, 2)))
+    r = run("interpolate", "--inputs", "X.npy", "--targets", "Y.npy", "--seed", "0", "--time-budget", "0.001", "--json",
+            cwd=tmp_path)
+    assert r.returncode == 1 and strict(r.stdout)["error"] == "inf"

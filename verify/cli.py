@@ -146,7 +146,7 @@ def _check(args: argparse.Namespace) -> int:
     w = witness.load(args.witness)
     verdict = witness.replay(w, args.dps or w.digits)
     if args.json:
-        print(json.dumps(verdict, indent=1))
+        print(report.dumps(verdict), end="")
     else:
         word = "PASS" if verdict["passed"] else "FAIL"
         print(
@@ -165,7 +165,7 @@ def _selfcheck(args: argparse.Namespace) -> int:
     doc = report.document("engine-selfcheck", args.seed, checks, {"total_s": round(time.perf_counter() - t0, 3)})
     path = report.write(doc, args.out)
     if args.json:
-        print(json.dumps(doc, indent=1))
+        print(report.dumps(doc), end="")
     elif not args.quiet:
         for c in checks:
             print(f"{'PASS' if c.passed else 'FAIL'}  {c.value:9.2e} <= {c.bound:9.2e}  {c.name}")
@@ -284,7 +284,7 @@ def _rank(args: argparse.Namespace) -> int:
     decided = res["decisive"] or out["certified"]  # a full rank proved in Arb needs no float decision
     ok = decided and res["matches_prediction"] and (not args.certify or out["certified"] or res["rank"] < res["dimension"])
     if args.json:
-        print(json.dumps(out, indent=1))
+        print(report.dumps(out), end="")
     else:
         exp = "none (no sharp prediction for these data)" if out["expected_rank"] is None else out["expected_rank"]
         gap = f"gap {out['gap']:.1e}" if out["gap"] else "nothing dropped"
@@ -355,7 +355,7 @@ def _interpolate(args: argparse.Namespace) -> int:
     else:
         ok = False
     if args.json:
-        print(json.dumps(out, indent=1))
+        print(report.dumps(out), end="")
     else:
         word = "PASS" if ok else "FAIL"
         wrote = f"; wrote {args.out}" if ok and args.out else ""
