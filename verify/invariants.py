@@ -131,7 +131,7 @@ def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False, depth: 
     (``depth="finite"``): a layer x -> (I + h V) x with h beyond -1/lambda, lambda a real
     eigenvalue of V, reverses an orientation, and in d = 1 the difference of two tokens
     (the first two, under causal masking) is multiplied by 1 + h c for some c of the layer, so
-    it changes sign when h passes -1/c.  Finite depth is refused neither; the solver's networks
+    it changes sign when h passes -1/c.  In finite depth neither is refused; the solver's networks
     reach such targets (``test_networks_reach_what_flows_cannot``).
 
     >>> import numpy as np

@@ -30,9 +30,12 @@ if TYPE_CHECKING:  # blocks imports this module (its seed check)
 # float64's overflow, so data that start there are refused before any work.
 MAX_MAGNITUDE = 1e150
 
-# The most significant digits a user may ask a replay or a rank for: the engine's own stages use
-# at most 150 (verify.rank.MAX_DIGITS), and mpmath parses no decimal string of over 4300 digits.
-MAX_DIGITS = 1000
+# The most significant digits a user may ask a replay or a rank for.  The engine's own stages use
+# at most 150 (verify.rank.MAX_DIGITS); its step rules and tolerances are float64 numbers: at
+# 250 digits the Taylor flow's order (about 290) overflowed the float64 norms of its
+# coefficients (a 57-step control; fine at 200), at 1000 the tolerance 10^(3 - D) underflowed to
+# 0, and at 100000 mpmath could not parse the decimal strings; each ended in a traceback.
+MAX_DIGITS = 200
 
 
 def _real_array(x: Any, name: str) -> np.ndarray:
@@ -93,10 +96,10 @@ def digits(value: Any, name: str = "dps") -> int:
     """A working precision in significant digits: a whole number from 1 to MAX_DIGITS.
 
     >>> try:
-    ...     digits(100000)
+    ...     digits(1000)
     ... except InputError as e:
     ...     print(e)
-    dps must be a whole number of digits from 1 to 1000, got 100000
+    dps must be a whole number of digits from 1 to 200, got 1000
     """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_DIGITS:
         raise InputError(f"{name} must be a whole number of digits from 1 to {MAX_DIGITS}, got {value!r}")
