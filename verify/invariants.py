@@ -111,6 +111,9 @@ def describe(X: np.ndarray, causal: bool = False) -> list[str]:
 # ------------------------------------------------------------------ admissibility
 
 
+NETWORKS_CAN = "a network can: finite depth"  # the refusals of flows' invariants say where the data are reachable
+
+
 def _pairs_multiset(X: np.ndarray, Y: np.ndarray, s: int) -> list[tuple]:
     return sorted(_key(x) + _key(y) for x, y in zip(X[s], Y[s], strict=True))
 
@@ -166,7 +169,8 @@ def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False, depth: 
                 if np.sign(X[s, 1, 0] - X[s, 0, 0]) != np.sign(Y[s, 1, 0] - Y[s, 0, 0]):
                     raise InputError(
                         f"sequence {s}: tokens 0 and 1 change order (d = 1, causal); under causal masking "
-                        "(x_2 - x_1)' = P_22 V (x_2 - x_1), so the first two tokens never cross"
+                        "(x_2 - x_1)' = P_22 V (x_2 - x_1), so under a flow the first two tokens never cross "
+                        f"({NETWORKS_CAN})"
                     )
         return
     for s in range(N):
@@ -201,8 +205,8 @@ def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False, depth: 
                 for j in range(n):
                     if X[s, i, 0] < X[s, j, 0] and not Y[s, i, 0] < Y[s, j, 0]:
                         raise InputError(
-                            f"sequence {s}: tokens {i} and {j} change order (d = 1); in one dimension tokens of a "
-                            "sequence never cross"
+                            f"sequence {s}: tokens {i} and {j} change order (d = 1); in one dimension the tokens of "
+                            f"a sequence never cross under a flow ({NETWORKS_CAN})"
                         )
 
 
@@ -264,4 +268,4 @@ def _check_linear_tokens(A: np.ndarray, B: np.ndarray, what: str, why: str, orie
         )
     if orientation and rank_a == d and np.linalg.det(G) <= 0:
         raise InputError(f"the {what} determine G with det G = {np.linalg.det(G):.3g} <= 0; the flows reach only "
-                         f"GL+(d) ({why})")
+                         f"GL+(d) ({why}; {NETWORKS_CAN})")
