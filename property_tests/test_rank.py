@@ -132,3 +132,15 @@ def test_too_few_digits_decide_nothing_and_say_so():
     # at 5 digits the noise level 1e6 u sqrt(W) exceeds every scaled singular value
     r = analyse(gaussian_blocks(0, 2), np.random.default_rng(1).normal(size=(1, 2, 2)), dps=5, max_degree=4)
     assert not r["decisive"] and "leaves no room to decide a rank; give --dps 30 or more" in r["undecided"]
+
+
+def test_a_degree_cap_below_the_counting_bound_is_undecided_not_a_deficit():
+    """max_degree 2 gives 3 brackets for m = 12: rank 3 is all they can span, not a deficit
+    (it used to print FAIL, which reads as a counterexample); the counting bound decides."""
+    X = np.random.default_rng(4).normal(size=(2, 2, 3))
+    blocks = gaussian_blocks(0, 3)
+    capped = analyse(blocks, X, max_degree=2)
+    assert capped["rank"] == capped["words"] == 3 and not capped["decisive"]
+    assert "give a max degree of at least 5" in capped["undecided"]
+    full = analyse(blocks, X, max_degree=5)
+    assert full["decisive"] and full["rank"] == 12 and full["undecided"] is None

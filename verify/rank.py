@@ -202,6 +202,10 @@ def analyse(
         matches_prediction=prediction is not None and result["rank"] == prediction,
     )
     result["min_degree"] = _min_degree(result, words, target) if result["rank"] >= target else None
+    if result["rank"] < target and len(words) < target and result["decisive"]:  # a cap, not a measured deficit
+        result.update(decisive=False, undecided=(
+            f"the {len(words)} brackets up to degree {K} cannot span the {target} dimensions predicted; give a "
+            f"max degree of at least {counting_degree(target)} (--max-degree), the counting bound"))
     return result
 
 
