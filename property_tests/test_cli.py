@@ -291,9 +291,8 @@ def test_one_file_holding_inputs_and_targets_gives_each_its_own(tmp_path):
                                      ["interpolate", "--inputs", "X.npy", "--targets", "X.npy", "--seed", "0"]])
 def test_digits_beyond_the_limit_are_refused(tmp_path, command):
     """--dps 1000 ended in a traceback (10.0 ** (3 - dps) underflowed to 0; at 100000 mpmath
-    could not parse the decimal strings); a witness's precision
-    is held to the same limit, and one that is neither 'float64' nor 'N digits' (a typo) is
-    refused rather than replayed in float64."""
+    could not parse the decimal strings); a witness's precision is held to the same limit, and
+    one that is neither 'float64' nor 'N digits' (a typo) is refused, not replayed in float64."""
     import numpy as np
 
     np.save(tmp_path / "X.npy", np.random.default_rng(0).normal(size=(1, 2, 2)))
