@@ -22,6 +22,10 @@ What is checked:
    a Gaussian G and fresh later tokens are compatible too, but the solver reaches them only on
    part of the instances: 4 of 10 at N n d = 4; see the issue notes.)
 5. Refusals: det G < 0, first tokens not related by one G (N > d), and a broken shared prefix.
+
+The orientation is a restriction of flows: a residual layer (I + h V) with h past -1/lambda
+reverses it, and finite-depth networks reach det G < 0 (``verify.invariants.check_admissible``,
+``test_networks_reach_what_flows_cannot``), so the refusals here are those of flows.
 """
 
 from __future__ import annotations
@@ -41,12 +45,14 @@ from .witnesses import HP_DIGITS, control_checks, rank_checks, refusal_check, so
 
 NAME = "causal"
 TITLE = "Causal masking: linear first tokens, the rank formula, compatible data"
-STATEMENT = ("Under causal masking the first tokens move by one linear map G in GL+(d), shared prefixes stay "
-             "shared, the accessible rank is N (n-1) d + d rank[x_1^1 ... x_1^N], and compatible data "
-             "(first tokens related by one G with det G > 0) is interpolated.")
-LATEX = (r"With causal masking, $x^s_1\mapsto G x^s_1$ for one $G\in GL^+(d)$; the accessible rank is "
+STATEMENT = ("Under causal masking a flow moves the first tokens by one linear map G in GL+(d) (a residual "
+             "network's G can have det G < 0), shared prefixes stay shared, the accessible rank is "
+             "N (n-1) d + d rank[x_1^1 ... x_1^N], and compatible data (first tokens related by one G with "
+             "det G > 0) is interpolated by a flow.")
+LATEX = (r"With causal masking, a flow maps $x^s_1\mapsto G x^s_1$ for one $G\in GL^+(d)$ (a residual "
+         r"network's $G$ can have $\det G<0$); the accessible rank is "
          r"$N(n-1)d+d\,\operatorname{rank}[x^1_1\cdots x^N_1]$ on generic data; and data with "
-         r"$y^s_1=G x^s_1$, $\det G>0$, is interpolated.")
+         r"$y^s_1=G x^s_1$, $\det G>0$, is interpolated by a flow.")
 HYPOTHESES = [
     "blocks: Q, K, V with i.i.d. N(0, 1/d) entries, causal mask",
     "targets: first tokens y_1 = G x_1 with det G > 0, shared prefixes kept",
