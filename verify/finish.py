@@ -123,8 +123,9 @@ FLOW_DPS = 24
 
 # What float64 steps on a network or a segment's flow reliably bring a residual to, relative to
 # the data's scale (max(1, max |x|)): finite searches aimed at 1e-21 bottomed out at 1.3e-15 to
-# 5.8e-15 (an m = 8 instance, three runs).  Below it (a tolerance under 1e-11) the search and the segments stop there and
-# the rest is done at high precision, which a float64 fit aimed further would never hand over to.
+# 5.8e-15 (an m = 8 instance, three runs).  Below it (a tolerance under 1e-11) the search and
+# the segments stop there and the rest is done at high precision, which a float64 fit aimed
+# further would never hand over to.
 FLOAT64_REACH = 1e-12
 
 
@@ -133,9 +134,9 @@ def float64_reach(X: np.ndarray, Y: np.ndarray) -> float:
     return FLOAT64_REACH * max(1.0, float(np.abs(X).max()), float(np.abs(Y).max()))
 
 
-# Where a fit that reached the search tolerance (finite: tolerance / 10 or float64_reach; continuous: 1e-3 on the
-# RK4 surrogate) can be lost on its way to a returned control or network, the keys of
-# ``Solution.lost``.  Most continuous fits are lost at the refit: on seed 24 m = 8 (60 s) four
+# Where a fit that reached the search tolerance (finite: tolerance / 10 or float64_reach;
+# continuous: 1e-3 on the RK4 surrogate) can be lost on its way to a returned control or
+# network, the keys of ``Solution.lost``.  Most continuous fits are lost at the refit: on seed 24 m = 8 (60 s) four
 # misses lost fits there (durations 1.3 to 8.3 on one or two RK4 steps per control step), one of
 # them another at the budget (its segments' exact flows took 12 s) and one another integrating
 # its chained control (over 10 000 Taylor steps, tokens at |x| = 105); on seed 33 instance 2

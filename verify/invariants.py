@@ -266,6 +266,7 @@ def _check_linear_tokens(A: np.ndarray, B: np.ndarray, what: str, why: str, orie
         raise InputError(
             f"the {what} span dimension {rank_a} in the inputs but {rank_b} in the targets; G must be invertible ({why})"
         )
-    if orientation and rank_a == d and np.linalg.det(G) <= 0:
-        raise InputError(f"the {what} determine G with det G = {np.linalg.det(G):.3g} <= 0; the flows reach only "
+    det = np.linalg.det(G) if orientation and rank_a == d else 1.0
+    if det <= 0:
+        raise InputError(f"the {what} determine G with det G = {det:.3g} <= 0; the flows reach only "
                          f"GL+(d) ({why}; {NETWORKS_CAN})")

@@ -187,8 +187,9 @@ def analyse(
     start = min(max(counting_degree(target), 1), max_degree)
     # a deficit is only measured once there are enough words to span the whole space
     enough = min(counting_degree(m), max_degree)
+    w = weight_digits(blocks, X)  # the same at every degree
     for K in range(start, max_degree + 1):
-        result = _analyse_at(blocks, X, K, dps)
+        result = _analyse_at(blocks, X, K, dps, w)
         if result["rank"] >= target and K >= enough or result["saturated"]:
             break
     words = list(basis(K))
@@ -205,14 +206,13 @@ def analyse(
     if result["rank"] < target and len(words) < target and result["decisive"]:  # a cap, not a measured deficit
         result.update(decisive=False, undecided=(
             f"the {len(words)} brackets up to degree {K} cannot span the {target} dimensions predicted; give a "
-            f"max degree of at least {counting_degree(target)} (--max-degree), the counting bound"))
+            f"max degree of at least {result['counting_degree']} (--max-degree), the counting bound"))
     return result
 
 
-def _analyse_at(blocks, X, K, dps) -> dict[str, Any]:
+def _analyse_at(blocks, X, K, dps, w: float) -> dict[str, Any]:
     m = int(np.prod(X.shape))
     degrees = np.array([degree(w) for w in basis(K)])
-    w = weight_digits(blocks, X)
     levels = [dps] if dps is not None else [None, *ESCALATION]
     resolving = resolving_digits(w, len(degrees))
     if dps is None and ESCALATION[-1] < resolving and w < MAX_DIGITS:
