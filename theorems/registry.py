@@ -22,6 +22,11 @@ THEOREMS = {m.NAME: m for m in (two_block, finite_depth, causal)}
 PROFILES = ("quick", "standard", "paper")
 
 
+def statements() -> dict[str, str]:
+    """Each theorem's LaTeX statement by name: the only LaTeX the appendix writes unescaped."""
+    return {name: m.LATEX for name, m in THEOREMS.items()}
+
+
 def run(names: Sequence[str] | None = None, profile: str = "quick", seed: int = 0,
         progress: Callable[[str], None] | None = None) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Run the theorems (all by default) on the profile's instances drawn from ``seed``."""

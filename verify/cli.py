@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
+import io
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ import numpy as np
 from . import appendix, certify, datafiles, invariants, rank, report, selfcheck, summary, validate, witness
 from .blocks import gaussian_blocks
 from .errors import InputError, VerifyError
+from .files import Limits, create_exclusive, load_json, replace_file
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 THEOREM_NAMES = ["two_block", "finite_depth", "causal"]  # the registry's names (theorems.registry.THEOREMS)
@@ -51,12 +53,33 @@ def _digits(text: str) -> int:
                                          f"got {text!r}") from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line with a hint (exit 2), not the usage block."""
+
+    def error(self, message: str) -> Any:
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _limit(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
+    if not 1 <= v <= 10**9:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 10^9, got {v}")
+    return v
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="verify",
         description="Verification suite for universal interpolation by two frozen attention blocks.",
     )
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    p.add_argument("--max-file-mb", type=_limit, default=Limits().max_bytes // 2**20, metavar="MB",
+                   help="largest input file read, in MiB (default %(default)s)")
+    p.add_argument("--max-steps", type=_limit, default=Limits().max_steps, metavar="K",
+                   help="most steps or layers in a witness (default %(default)s)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
 
     c = sub.add_parser("check", help="replay a witness file and compare with its claimed tolerance",
                        description="Replay WITNESS.json (schema attention-interpolation-witness/1); "
@@ -143,19 +166,29 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _check(args: argparse.Namespace) -> int:
-    w = witness.load(args.witness)
-    verdict = witness.replay(w, args.dps or w.digits)
+    w = witness.load(args.witness, _limits(args))
+    digits = args.dps or w.digits
+    verdict = witness.replay(w, digits)
+    if verdict["verdict"] == "UNDECIDED" and math.isfinite(verdict["error"]):  # straddles: more digits decide
+        more = min(validate.MAX_DIGITS, max(30, 2 * (digits or 15)))
+        verdict["next"] = (f"replay with --dps {more}" if (digits or 0) < validate.MAX_DIGITS
+                           else "no replay within the digit limit decides it")
     if args.json:
         print(report.dumps(verdict), end="")
     else:
-        word = "PASS" if verdict["passed"] else "FAIL"
-        print(
-            f"{word}: {verdict['depth']} depth, {verdict['length']} {'steps' if w.depth == 'continuous' else 'layers'}, "
-            f"{verdict['precision']}: max |image - target| = {verdict['error']:.3e}, "
-            f"integration error estimate = {verdict['integration_error_estimate']:.1e}, "
-            f"tolerance = {verdict['tolerance']:.3e}"
-        )
+        head = (f"{verdict['verdict']}: {verdict['depth']} depth, {verdict['length']} "
+                f"{'steps' if w.depth == 'continuous' else 'layers'}, {verdict['precision']}")
+        if "reason" in verdict:
+            print(f"{head}: {verdict['reason']}" + (f"; {verdict['next']}" if "next" in verdict else ""))
+        else:
+            print(f"{head}: max |image - target| = {verdict['error']:.3e}, "
+                  f"integration error estimate = {verdict['integration_error_estimate']:.1e}, "
+                  f"tolerance = {verdict['tolerance']:.3e}")
     return EXIT_OK if verdict["passed"] else EXIT_FAIL
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    return Limits(max_bytes=args.max_file_mb * 2**20, max_steps=args.max_steps)
 
 
 def _selfcheck(args: argparse.Namespace) -> int:
@@ -183,6 +216,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
     datafiles.output_directory(args.out)
+    benchmarks = _benchmark_rows(Path(args.out))  # read now: a damaged file is refused before the work
     t0 = time.perf_counter()
     theorems, seconds = registry.run(args.theorem, args.profile, args.seed, progress)
     timings: dict = {"theorems": seconds}
@@ -198,9 +232,8 @@ def _run(args: argparse.Namespace) -> int:
                                   timings | {"total_s": round(time.perf_counter() - t0, 3)}, precision, reach_rows)
     path = report.write(doc, args.out)
     rendered = report.plain(doc)
-    (Path(args.out) / "summary.md").write_text(summary.render(rendered, *_benchmark_rows(Path(args.out))),
-                                               encoding="utf-8")
-    appendix.write(rendered, Path(args.out) / "appendix")
+    replace_file(Path(args.out) / "summary.md", summary.render(rendered, *benchmarks))
+    appendix.write(rendered, Path(args.out) / "appendix", registry.statements())
     if args.json:
         print(report.dumps(doc), end="")
     else:
@@ -219,29 +252,30 @@ def _benchmark_rows(reports: Path) -> tuple[list | None, list | None]:
     """Rows of REPORTS/benchmarks/reach.json (`make reach`) and latest.json (`make bench`), where present."""
     bench = reports / "benchmarks"
     reach, latest = bench / "reach.json", bench / "latest.json"
-    return (summary.reach_rows(reach) if reach.exists() else None,
-            summary.performance_rows(latest) if latest.exists() else None)
+    try:
+        return (summary.reach_rows(reach) if reach.exists() else None,
+                summary.performance_rows(latest) if latest.exists() else None)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise InputError(f"{bench}: a benchmark file is damaged ({type(exc).__name__}: {str(exc)[:80]}); "
+                         "remove it or rerun `make reach` / `make bench`") from None
 
 
 def _appendix(args: argparse.Namespace) -> int:
+    from theorems import registry
+
     path = Path(args.report)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such report; run `verify run` (or `make verify`) first") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{path}: not a readable JSON report ({e})") from None
-    if not isinstance(doc, dict) or doc.get("schema") != report.THEOREM_SCHEMA:
-        raise InputError(f"{path}: not a theorem report (schema {report.THEOREM_SCHEMA!r}); `verify run` writes one")
+    if not path.exists():
+        raise InputError(f"{path}: no such report; run `verify run` (or `make verify`) first")
+    doc = report.check_theorem_document(load_json(path, _limits(args)), str(path))
     out = datafiles.output_directory(args.out if args.out else path.parent / "appendix")
-    written = appendix.write(doc, out)
+    written = appendix.write(doc, out, registry.statements())
     print(f"wrote {', '.join(str(p) for p in written)}")
     return EXIT_OK
 
 
 def _blocks_from(args: argparse.Namespace, d: int):
     if args.blocks is not None:
-        blocks, att = datafiles.load_blocks(args.blocks)
+        blocks, att = datafiles.load_blocks(args.blocks, _limits(args))
         if blocks[0].d != d:
             raise InputError(f"{args.blocks}: blocks are {blocks[0].d} x {blocks[0].d} but the tokens have dimension d = {d}")
     else:
@@ -256,7 +290,7 @@ def _blocks_from(args: argparse.Namespace, d: int):
 
 
 def _rank(args: argparse.Namespace) -> int:
-    X = datafiles.load_collection(args.inputs)
+    X = datafiles.load_collection(args.inputs, limits=_limits(args))
     blocks = _blocks_from(args, X.shape[2])
     if args.dump:
         datafiles.ensure_new(args.dump, "--dump", ".npz")  # np.savez would add the suffix and miss the check
@@ -280,7 +314,9 @@ def _rank(args: argparse.Namespace) -> int:
     if args.dump:
         from .hall import basis, str_word
 
-        np.savez(args.dump, matrix=np.asarray(M, dtype=float), words=np.array([str_word(w) for w in basis(res["max_degree"])]))
+        buf = io.BytesIO()
+        np.savez(buf, matrix=np.asarray(M, dtype=float), words=np.array([str_word(w) for w in basis(res["max_degree"])]))
+        create_exclusive(args.dump, buf.getvalue())
     decided = res["decisive"] or out["certified"]  # a full rank proved in Arb needs no float decision
     ok = decided and res["matches_prediction"] and (not args.certify or out["certified"] or res["rank"] < res["dimension"])
     if args.json:
@@ -310,12 +346,13 @@ def _rank(args: argparse.Namespace) -> int:
 def _interpolate(args: argparse.Namespace) -> int:
     from . import solver
 
-    X = datafiles.load_collection(args.inputs, "inputs")
-    Y = datafiles.load_collection(args.targets, "targets")
+    X = datafiles.load_collection(args.inputs, "inputs", _limits(args))
+    Y = datafiles.load_collection(args.targets, "targets", _limits(args))
     validate.matching(X, Y)
     blocks = _blocks_from(args, X.shape[2])
     if not (np.isfinite(args.tolerance) and args.tolerance > 0):
         raise InputError(f"--tolerance must be a positive number, got {args.tolerance}")
+    witness.vacuous(args.tolerance, Y, "--tolerance")
     if not (np.isfinite(args.prune) and args.prune >= 0):
         raise InputError(f"--prune must be a number of seconds >= 0 (0: no pruning), got {args.prune}")
     if args.out:

@@ -19,7 +19,7 @@ Every problem is an :class:`~verify.errors.InputError` naming the file and what 
 
 from __future__ import annotations
 
-import json
+import io
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -29,31 +29,17 @@ import numpy as np
 from . import validate
 from .blocks import Block
 from .errors import InputError
+from .files import DEFAULT_LIMITS, Limits, check_creatable, load_json, parse_json, read_bytes
 
 COLLECTION_KEYS = {"inputs": ("inputs", "X"), "targets": ("targets", "Y")}  # the names each role is read from
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a UTF-8 text file") from None
-
-
 def ensure_new(path: str | Path, option: str = "--out", suffix: str | None = None) -> Path:
-    """Refuse to write over an existing file (nothing a user has is overwritten), into a
+    """Refuse to write over an existing file or link (nothing a user has is overwritten), into a
     directory that does not exist, or (``suffix``) under another suffix: checked before the work,
-    so that a path that cannot be written is refused at once rather than after the search."""
-    p = Path(path)
-    if suffix is not None and p.suffix.lower() != suffix:
-        raise InputError(f"{option} {p}: writes a {suffix} file; give a path ending in {suffix}")
-    if p.exists():
-        raise InputError(f"{p} already exists; choose another {option} path or remove it first")
-    if not p.parent.is_dir():
-        raise InputError(f"{option} {p}: the directory {p.parent} does not exist; make it or choose another path")
-    return p
+    so that a path that cannot be written is refused at once rather than after the search
+    (:func:`verify.files.check_creatable`; the file itself is then created exclusively)."""
+    return check_creatable(path, option, suffix)
 
 
 def output_directory(path: str | Path, option: str = "--out") -> Path:
@@ -69,14 +55,47 @@ def output_directory(path: str | Path, option: str = "--out") -> Path:
     return p
 
 
-def _exists(path: str | Path) -> Path:
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{p}: {'a directory, not a file' if p.is_dir() else 'no such file'}")
-    return p
+def _npy(data: bytes, where: str, limits: Limits) -> np.ndarray:
+    """An .npy array from its bytes, its header checked first: a real numeric dtype, and a
+    shape whose bytes the file holds (a header may claim any shape; numpy would allocate it)."""
+    f = io.BytesIO(data)
+    try:
+        version = np.lib.format.read_magic(f)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read(f, max_header_size=10_000)
+    except (ValueError, OSError, SyntaxError, TypeError) as exc:
+        raise InputError(f"{where}: not a readable .npy array ({exc})") from None
+    if dtype.kind == "c":
+        raise InputError(f"{where}: complex entries; every entry must be a real number")
+    if dtype.kind not in "iuf":
+        raise InputError(f"{where}: entries of dtype {dtype}; every entry must be a real number (integer or float)")
+    if int(np.prod(shape, dtype=object)) * dtype.itemsize > len(data) - f.tell():
+        raise InputError(f"{where}: the header claims shape {shape}, more than the file's {len(data)} bytes hold")
+    return np.load(io.BytesIO(data), allow_pickle=False)
 
 
-def load_collection(path: str | Path, role: str = "inputs") -> np.ndarray:
+def _npz(data: bytes, where: str, names: tuple[str, str], role: str, limits: Limits) -> np.ndarray:
+    wanted = f"'{names[0]}' (or '{names[1]}')"
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        members = {Path(i.filename).stem: i for i in z.infolist() if i.filename.endswith(".npy")}
+        keys = list(members)
+        pick = next((k for k in names if k in keys), keys[0] if len(keys) == 1 else None)
+        if pick is None:
+            raise InputError(f"{where}: holds arrays {keys}, none named {wanted}; name the {role} so")
+        if members[pick].file_size > limits.max_bytes:
+            raise InputError(f"{where}: the array {pick!r} unpacks to {members[pick].file_size} bytes, over the limit of "
+                             f"{limits.max_bytes}; raise it with --max-file-mb")
+        return _npy(z.read(members[pick]), f"{where}[{pick}]", limits)
+
+
+def _utf8(raw: bytes, where: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{where}: not a UTF-8 text file") from None
+
+
+def load_collection(path: str | Path, role: str = "inputs", limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
     """A finite float64 (N, n, d) array from .npy, .npz or .json (see module docstring), read as
     the ``role`` "inputs" or "targets".
 
@@ -88,42 +107,38 @@ def load_collection(path: str | Path, role: str = "inputs") -> np.ndarray:
     """
     names = COLLECTION_KEYS[role]
     wanted = f"'{names[0]}' (or '{names[1]}')"
-    p = _exists(path)
+    p = Path(path)
     name = str(p)
     suffix = p.suffix.lower()
+    raw = read_bytes(p, limits)  # first: a missing file, a directory or a FIFO is named as such
+    if suffix not in (".npy", ".npz", ".json"):
+        raise InputError(f"{name}: unknown file type {suffix!r}; use .npy, .npz or .json")
     try:
         if suffix == ".npy":
-            data = np.load(p, allow_pickle=False)
+            data = _npy(raw, name, limits)
         elif suffix == ".npz":
-            with np.load(p, allow_pickle=False) as z:
-                keys = list(z.keys())
-                pick = next((k for k in names if k in keys), keys[0] if len(keys) == 1 else None)
-                if pick is None:
-                    raise InputError(f"{name}: holds arrays {keys}, none named {wanted}; name the {role} so")
-                data = z[pick]
-        elif suffix == ".json":
-            doc = _read_json(p)
+            data = _npz(raw, name, names, role, limits)
+        else:
+            doc = parse_json(_utf8(raw, name), name)
             if isinstance(doc, dict):
                 pick = next((k for k in names if k in doc), None)
                 if pick is None:
                     raise InputError(f"{name}: a JSON object needs a field {wanted} with the {role} as N x n x d lists")
                 doc = doc[pick]
-            data = doc
-        else:
-            raise InputError(f"{name}: unknown file type {suffix!r}; use .npy, .npz or .json")
-    except (ValueError, OSError, zipfile.BadZipFile) as exc:
+            data = validate.numbers(doc, name)
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
         if isinstance(exc, InputError):
             raise
         raise InputError(f"{name}: cannot read as {suffix} ({exc})") from None
     return validate.collection(data, name)
 
 
-def load_blocks(path: str | Path) -> tuple[tuple[Block, Block], dict[str, Any]]:
+def load_blocks(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> tuple[tuple[Block, Block], dict[str, Any]]:
     """Two blocks (and the ``attention`` settings found) from a JSON file with ``blocks``."""
     from .witness import parse_attention, parse_blocks
 
-    p = _exists(path)
-    doc = _read_json(p)
+    doc = load_json(path, limits)
+    p = Path(path)
     if not isinstance(doc, dict) or "blocks" not in doc:
         raise InputError(f"{p}: expected a JSON object with a field 'blocks' (two objects with Q, K, V)")
     causal, beta = parse_attention(doc.get("attention", {}), str(p))

@@ -53,10 +53,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import mpmath
 import numpy as np
 
 from . import validate
-from .attention import basis_directions, columns_to_jacobians, field
+from .attention import basis_directions, block_arrays, columns_to_jacobians, field, logits, softmax_weights
 from .backend import is_mp, namespace, namespace_of, precision
 from .blocks import Block
 from .errors import IntegrationError
@@ -64,6 +65,8 @@ from .taylor import coefficients, evaluate
 
 DEFAULT_TOL = 1e-16  # at 1e-14 a solver witness (80 steps, total |tau| 17) was off by 1.6e-10 against an estimate of 1.9e-12
 MAX_TAYLOR_STEPS = 10_000
+MAX_HALVINGS = 60  # a step the defect check halves 60 times (2^-60 of the rule's) is refused
+DEFECT_SLACK = 16.0  # a good step's h |X' - F(X)| is about p |X_p| h^p plus the field's rounding
 OVERFLOW = validate.MAX_MAGNITUDE
 
 
@@ -88,18 +91,70 @@ def _maxabs(xp: Any, a: Any) -> float:
     return float(xp.max(xp.abs(a))) if math.prod(a.shape) else 0.0
 
 
-def _step_size(norms: Any, p: int, eps: Any) -> np.ndarray:
-    """The step rule of the module docstring for the coefficient norms ``norms`` (orders 0..p,
-    each a float or, for controls in lock step, an array of them) and ``eps`` (likewise)."""
-    norms = np.asarray(norms, dtype=float)
-    h = np.full(norms.shape[1:], math.inf)
-    with np.errstate(divide="ignore"):
-        for k in (p - 1, p):
-            h = np.minimum(h, np.where(norms[k] > 0, (eps / norms[k]) ** (1.0 / k), math.inf))
+def _log(v: Any) -> float:
+    """ln v of a number >= 0 of any backend (-inf at 0), also where float(v) would overflow."""
+    f = float(v)
+    if f == 0:
+        return -math.inf
+    return math.log(f) if math.isfinite(f) else float(mpmath.log(mpmath.mpf(str(v))))
+
+
+def _lognorms(coeffs: list, batch: int | None = None) -> np.ndarray:
+    """ln max |entry| of each coefficient (orders, or (orders, batch) for controls in lock step);
+    in logarithms because at many digits the high orders of a fast series overflow float64."""
+    rows = []
+    for c in coeffs:
+        a = np.abs(np.asarray(c)).reshape(1 if batch is None else batch, -1)
+        rows.append([_log(v) for v in a.max(axis=1)] if a.size else [-math.inf] * a.shape[0])
+    out = np.array(rows, dtype=float)
+    return out[:, 0] if batch is None else out
+
+
+def _step_size(lognorms: Any, p: int, logeps: Any) -> np.ndarray:
+    """The step rule of the module docstring for the log coefficient norms ``lognorms`` (orders
+    0..p, each a float or, for controls in lock step, an array of them) and ln eps (likewise)."""
+    lognorms = np.asarray(lognorms, dtype=float)
+    h = np.full(lognorms.shape[1:], math.inf)
+    for k in (p - 1, p):
+        h = np.minimum(h, np.exp((logeps - lognorms[k]) / k))  # ln |X_k| = -inf: no limit
     return h * math.exp(-0.7 / (p - 1))
 
 
-def split_order(norms: list[float], h: float, unit: float) -> tuple[int, float]:
+def _defect(block: Block, Xk: list, t: Any, h: Any, unit: float, axis: tuple | None) -> tuple[Any, Any, Any]:
+    """The step's end point X(t) = sum_k X_k t^k and two checks of it: h times the defect
+    |X'(s) - F(X(s))| at s = t/2 and s = t (max-norm, over ``axis``), and the rounding a step
+    of length h from X(t) carries in this arithmetic.
+
+    The coefficient rule cannot see a softmax weight that is exponentially small at the start
+    and grows within the step (its series terms are e^-100 (l' h)^k / k!, negligible to order
+    p, while the weight itself reaches 1): the series then describes another trajectory, and
+    the defect, which evaluates the field afresh, is of the size of the field.  For a good step
+    it is about p times the last term kept.  The rounding model is that of the field: each
+    logit l carries unit |l|, which moves a weight row by 2 unit max|l| (1 - sum_j P_ij^2)
+    (zero on a saturated row), times |V x|."""
+    dXk = [k * c for k, c in enumerate(Xk)][1:]
+    worst, X1 = None, None
+    for s in (t / 2, t):
+        Xs = evaluate(Xk, s)
+        xp = namespace_of(Xs)
+        _, _, Vt = block_arrays(block, xp, Xs)
+        P = softmax_weights(block, Xs)
+        VX = xp.matmul(Xs, Vt)
+        D = xp.abs(evaluate(dXk, s) - xp.matmul(P, VX))
+        D = np.asarray(D, dtype=float)
+        D = np.max(D.reshape(D.shape[0], -1), axis=1) if axis else float(np.max(D))
+        worst = D if worst is None else np.maximum(worst, D)
+        X1 = Xs
+    Pf = np.asarray(P, dtype=float)
+    Lf = np.abs(np.asarray(logits(block, X1), dtype=float))
+    spread = 1 - np.sum(Pf * Pf, axis=-1)
+    big = (lambda a: np.max(a.reshape(a.shape[0], -1), axis=1)) if axis else (lambda a: float(np.max(a)))
+    xs, vx = big(np.abs(np.asarray(X1, dtype=float))), big(np.abs(np.asarray(VX, dtype=float)))
+    rounding = unit * (xs + h * vx * (1 + 2 * big(Lf) * big(spread)))
+    return X1, h * worst, rounding
+
+
+def split_order(lognorms: list[float], h: float, unit: float) -> tuple[int, float]:
     """The fewest orders K of a step's Taylor series to compute in high precision, the others
     in float64, and the estimate of what the float64 part adds to the step's rounding.
 
@@ -110,14 +165,16 @@ def split_order(norms: list[float], h: float, unit: float) -> tuple[int, float]:
     like exp(-2k) at the chosen steps, so at 30 digits K is about 16 of 34 orders, and the
     high-precision work, quadratic in the orders, falls about fourfold.
 
-    >>> K, tail = split_order([1.0] + [10.0 ** -k for k in range(1, 31)], 1.0, 1e-30)
+    ``lognorms`` holds ln |X_k|.
+
+    >>> K, tail = split_order([-k * math.log(10) for k in range(31)], 1.0, 1e-30)
     >>> K, f"{tail:.1e}"  # terms 10^-16 and smaller, times 30 units of 2^-52, stay under 1e-30
     (15, '7.4e-31')
     """
-    p = len(norms) - 1
+    p = len(lognorms) - 1
     tail, K = 0.0, p
     while K > 0:
-        term = 2.0**-52 * p * norms[K] * h**K
+        term = 2.0**-52 * p * math.exp(min(700.0, lognorms[K] + K * math.log(h)))
         if tail + term > unit:
             break
         tail, K = tail + term, K - 1
@@ -132,25 +189,40 @@ def flow(
     tol: float | None = None,
     dps: int | None = None,
     sensitivities: bool = False,
+    propagate: bool = False,
     max_steps: int = MAX_TAYLOR_STEPS,
     deadline: float = math.inf,
 ) -> FlowResult:
-    """Integrate the control from X (N, n, d); see the module docstring."""
+    """Integrate the control from X (N, n, d); see the module docstring.  With ``propagate``
+    the error estimate carries each Taylor step's local error to the end of the flow through
+    the Jacobian of the rest of the flow (float64 tangents), as an expanding flow amplifies it."""
     control = validate.steps(control)
     if dps is not None:
         with precision(dps):
             xp = namespace("mpmath")
-            return _flow(blocks, control, xp.asarray(X), tol or 10.0 ** (3 - dps), 10.0**-dps, sensitivities, max_steps, deadline)
-    return _flow(blocks, control, X, tol or DEFAULT_TOL, 2.0**-52, sensitivities, max_steps, deadline)
+            return _flow(blocks, control, xp.asarray(X), tol or 10.0 ** (3 - dps), 10.0**-dps, sensitivities, propagate,
+                         max_steps, deadline)
+    return _flow(blocks, control, X, tol or DEFAULT_TOL, 2.0**-52, sensitivities, propagate, max_steps, deadline)
 
 
-def _flow(blocks, control, X, tol, unit, sensitivities, max_steps, deadline) -> FlowResult:
+def _propagated(local: list[float], jacobians: list[Any]) -> float:
+    """sum_k ||J_K ... J_{k+1}||_inf local_k: each Taylor step's local error (max-norm) carried to
+    the end by the (per-sequence) Jacobian of the steps after it."""
+    total, G = 0.0, None
+    for e, J in zip(reversed(local), reversed(jacobians), strict=True):
+        total += e * (1.0 if G is None else float(np.max(np.sum(np.abs(G), axis=-1))))
+        G = J if G is None else np.matmul(G, J)
+    return total
+
+
+def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, deadline) -> FlowResult:
     xp = namespace_of(X)
     N, n, d = X.shape
     p = taylor_order(tol)
     basis = basis_directions(xp, n, d, X) if sensitivities else None
     estimate, count = 0.0, 0
-    step_jacobians, end_fields = [], []
+    step_jacobians, end_fields, local, taylor_jacobians = [], [], [], []
+    unit_basis = basis_directions(namespace("numpy"), n, d) if propagate else None
     hp = is_mp(xp) and xp.element != "arb"  # balls keep every order: a float64 tail has no radius
     exact = p  # orders computed in the working precision (high precision: chosen step by step)
     for b, tau in control:
@@ -159,27 +231,41 @@ def _flow(blocks, control, X, tol, unit, sensitivities, max_steps, deadline) -> 
         sign = 1 if tau >= 0 else -1
         left = abs(tau)  # exact in the working precision: every step taken is subtracted
         while left > 0:
+            where = f"after {count} Taylor steps, in step (block {b}, duration {float(tau):g})"
             while True:
                 Xk, dXk = coefficients(blocks[b], X, p, T, exact_orders=exact if hp else None)
-                norms = [_maxabs(xp, c) if k <= exact else float(np.abs(c).max()) for k, c in enumerate(Xk)]
-                h = float(_step_size(norms, p, tol * max(1.0, norms[0])))
+                logs = _lognorms(Xk)
+                logeps = math.log(tol) + max(0.0, logs[0])
+                h = float(_step_size(logs, p, logeps))
                 h = left if h >= float(left) * (1 - 1e-12) else h
-                need, tail = split_order(norms, float(h), unit * max(1.0, norms[0])) if hp else (p, 0.0)
+                need, tail = split_order(list(logs), h, unit * max(1.0, math.exp(logs[0]))) if hp else (p, 0.0)
                 if need <= exact:
                     break
                 exact = need  # the float64 tail was too large for this step: more orders in precision
             exact = min(p, need + 1)  # for the next step, one order to spare
-            X = evaluate(Xk, sign * h)
+            for _ in range(MAX_HALVINGS):  # the defect check: halve a step the series does not describe
+                X1, hdefect, rounding = _defect(blocks[b], Xk, sign * h, h, unit, None)
+                if hdefect <= DEFECT_SLACK * (p * math.exp(logeps) + rounding):
+                    break
+                h = h / 2
+            else:
+                raise IntegrationError(f"the Taylor series does not describe the flow {where} (defect "
+                                       f"{hdefect:.2g} at step {float(h):.2g}); the state is too large for the durations")
+            _refuse(float(np.max(np.abs(np.asarray(X1, dtype=float)))), count + 1 + float(left - h) / h, max_steps,
+                    deadline, f"{where}, step {float(h):.2g}")
+            if propagate:  # this Taylor step's Jacobian, in float64 (it only scales the estimate)
+                _, dXf = coefficients(blocks[b], np.asarray(X, dtype=float), p, unit_basis)
+                taylor_jacobians.append(columns_to_jacobians(namespace("numpy"), evaluate(dXf, sign * float(h))))
+            X = X1
             if T is not None:
                 T = evaluate(dXk, sign * h)
-            estimate += norms[p] * float(h) ** p + unit * norms[0] + tail
+            local.append(max(math.exp(min(700.0, logs[p] + p * math.log(h))), hdefect / p) + rounding + tail)
             left -= h
             count += 1
-            _refuse(_maxabs(xp, X), count + float(left) / h, max_steps, deadline,
-                    f"after {count} Taylor steps, in step (block {b}, duration {float(tau):g}), step {float(h):.2g}")
         if sensitivities:
             step_jacobians.append(columns_to_jacobians(xp, T))
             end_fields.append(field(blocks[b], X))
+    estimate = _propagated(local, taylor_jacobians) if propagate else sum(local)
     if not sensitivities:
         return FlowResult(X, estimate, count)
     d_dur, G = backward_products(xp, step_jacobians, end_fields, n * d, X)
@@ -278,11 +364,6 @@ def flow_batch(
                            False, max_steps, deadline)
 
 
-def _batch_norms(coeffs: list, B: int) -> np.ndarray:
-    """max |entry| of each control's part of each coefficient, as floats (orders, B)."""
-    return np.stack([np.abs(c).reshape(B, -1).max(axis=1).astype(float, copy=False) for c in coeffs])
-
-
 def _flow_batch(blocks, pattern, durations, X, tol, unit, sensitivities, max_steps, deadline) -> FlowResult:
     xp = namespace_of(X)
     hp = is_mp(xp)
@@ -305,20 +386,29 @@ def _flow_batch(blocks, pattern, durations, X, tol, unit, sensitivities, max_ste
             while True:
                 Xk, dXk = coefficients(blocks[b], X[active], p, None if T is None else T[:, active],
                                        exact_orders=exact if hp else None)
-                norms = _batch_norms(Xk, active.size)  # (p + 1, active)
-                h = _step_size(norms, p, tol * np.maximum(1.0, norms[0]))
+                logs = _lognorms(Xk, active.size)  # (p + 1, active)
+                logeps = math.log(tol) + np.maximum(0.0, logs[0])
+                h = _step_size(logs, p, logeps)
                 lands = h >= left[active].astype(float, copy=False) * (1 - 1e-12)  # land on the end of the step
                 h = np.where(lands, left[active], h)
-                need = max(split_order(list(norms[:, j]), float(h[j]), unit * max(1.0, norms[0, j]))[0]
+                need = max(split_order(list(logs[:, j]), float(h[j]), unit * max(1.0, math.exp(logs[0, j])))[0]
                            for j in range(active.size)) if hp else p
                 if need <= exact:
                     break
                 exact = need  # a float64 tail was too large for its step: more orders in precision
             exact = min(p, need + 1)  # for the next step, one order to spare (float64: all p)
-            signed = (sign[active] * h)[:, None, None, None]
-            X[active] = evaluate(Xk, signed)
+            for _ in range(MAX_HALVINGS):  # the defect check of flow, control by control
+                X1, hdefect, rounding = _defect(blocks[b], Xk, (sign[active] * h)[:, None, None, None], h, unit, (1,))
+                bad = hdefect > DEFECT_SLACK * (p * np.exp(logeps) + rounding)
+                if not bad.any():
+                    break
+                h = np.where(bad, h / 2, h)
+            else:
+                raise IntegrationError(f"the Taylor series does not describe the flow after {taylor_steps} batched "
+                                       f"Taylor steps, in a step of block {b}; the state is too large for the durations")
+            X[active] = X1
             if T is not None:
-                T[:, active] = evaluate(dXk, signed)
+                T[:, active] = evaluate(dXk, (sign[active] * h)[:, None, None, None])
             left[active] -= h
             counts[active] += 1
             taylor_steps += 1

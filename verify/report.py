@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InputError
+from .files import replace_file
 from .results import Check
 
 SCHEMA = "verification-report/1"
@@ -109,8 +111,37 @@ def dumps(doc: dict[str, Any]) -> str:
 
 
 def write(doc: dict[str, Any], directory: str | Path) -> Path:
+    """verification.json in ``directory``, replacing an earlier one (never writing through a link)."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    path = d / "verification.json"
-    path.write_text(dumps(doc), encoding="utf-8")
-    return path
+    return replace_file(d / "verification.json", dumps(doc))
+
+
+_CHECK = {"name": str, "passed": bool, "certified": bool, "origin": str, "value": (int, float, str), "bound": (int, float, str)}
+_THEOREM = {"name": str, "title": str, "latex": str, "passed": bool, "checks": list}
+_REACH = {"m": int, "shape": list, "depth": str, "instances": int, "success_rate": (int, float),
+          "median_depth": (int, float, type(None)), "worst_replay_error": (int, float, str, type(None))}
+
+
+def check_theorem_document(doc: Any, source: str) -> dict[str, Any]:
+    """A theorem report read from a file, its fields and their types checked (what the appendix
+    reads), so that a damaged or hand-made report is refused in one line, not half rendered."""
+    def fields(obj: Any, spec: dict, where: str) -> None:
+        if not isinstance(obj, dict):
+            raise InputError(f"{source}: {where} must be an object")
+        for k, kind in spec.items():
+            if k not in obj:
+                raise InputError(f"{source}: {where} lacks the field {k!r}; regenerate the report with `verify run`")
+            if not isinstance(obj[k], kind) or (kind is int and isinstance(obj[k], bool)):
+                raise InputError(f"{source}: {where}.{k} has the wrong type ({type(obj[k]).__name__})")
+
+    fields(doc, {"schema": str, "profile": str, "seed": int, "passed": bool, "theorems": list}, "the report")
+    if doc["schema"] != THEOREM_SCHEMA:
+        raise InputError(f"{source}: not a theorem report (schema {THEOREM_SCHEMA!r}); `verify run` writes one")
+    for i, t in enumerate(doc["theorems"]):
+        fields(t, _THEOREM, f"theorems[{i}]")
+        for j, c in enumerate(t["checks"]):
+            fields(c, _CHECK, f"theorems[{i}].checks[{j}]")
+    for i, r in enumerate(doc.get("reach") or []):
+        fields(r, _REACH, f"reach[{i}]")
+    return doc

@@ -38,6 +38,21 @@ MAX_MAGNITUDE = 1e150
 MAX_DIGITS = 200
 
 
+def numbers(x: Any, name: str) -> np.ndarray:
+    """Nested lists of JSON numbers (int or float, not bool, not strings) as a float64 array;
+    ragged lists and any other entry are refused by name."""
+    try:
+        a = np.array(x, dtype=object)
+    except ValueError:
+        raise InputError(f"{name}: nested lists are ragged; expected a rectangular array") from None
+    for v in a.ravel():
+        if isinstance(v, list):
+            raise InputError(f"{name}: nested lists are ragged; expected a rectangular array")
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise InputError(f"{name}: an entry {str(v)[:40]!r} is not a number; every entry must be a JSON number")
+    return a.astype(float)
+
+
 def _real_array(x: Any, name: str) -> np.ndarray:
     """x as a float64 array, refusing complex or non-numeric entries (object arrays of parsed
     high-precision numbers pass through)."""
@@ -46,8 +61,12 @@ def _real_array(x: Any, name: str) -> np.ndarray:
     try:
         raw = np.asarray(x)
         complex_entries = np.iscomplexobj(raw)  # float() would drop the imaginary parts with only a warning
+        if not complex_entries and raw.dtype.kind not in "iuf":  # bool, strings, datetimes are not data
+            raise InputError(f"{name}: entries of dtype {raw.dtype}; every entry must be a real number")
         a = None if complex_entries else raw.astype(float, copy=False)
     except (TypeError, ValueError) as exc:
+        if isinstance(exc, InputError):
+            raise
         raise InputError(f"{name}: not a rectangular array of real numbers ({exc})") from None
     if complex_entries:
         raise InputError(f"{name}: complex entries; every entry must be a real number")

@@ -48,14 +48,16 @@ import numpy as np
 from . import validate
 from .backend import namespace, precision
 from .blocks import Block
-from .datafiles import ensure_new
 from .errors import InputError, IntegrationError
+from .files import DEFAULT_LIMITS, Limits, check_creatable, create_exclusive, decimal, load_json, parse_json
 from .flow import flow
 from .network import apply, propagated_rounding, rounding_estimate
 
 SCHEMA = "attention-interpolation-witness/1"
 DEPTHS = {"continuous": ("steps", "duration"), "finite": ("layers", "step")}
 REQUIRED = ("schema", "attention", "blocks", "inputs", "targets", "depth", "tolerance")
+OPTIONAL = ("precision", "provenance", "certificate")  # any other top-level field is refused (a typo must not pass)
+VACUOUS = 1e-3  # a tolerance above VACUOUS max(1, max |target|) claims nothing and is refused
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ def parse_precision(label: Any, source: str = "witness") -> int | None:
     words = label.split() if isinstance(label, str) else []
     if label == "float64":
         return None
-    if len(words) != 2 or words[1] != "digits" or not words[0].isdigit():
+    if len(words) != 2 or words[1] != "digits" or not (words[0].isascii() and words[0].isdigit()):
         raise InputError(f"{source}: precision is {label!r}; expected 'float64' or 'N digits'")
     return validate.digits(int(words[0]), f"{source}: the precision")
 
@@ -126,12 +128,12 @@ def _number(v: Any, where: str) -> Any:
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         raise InputError(f"{where}: expected a number or a decimal string, got {v!r}")
     if isinstance(v, str):
+        f = float(decimal(v, where))
+    else:
         try:
             f = float(v)
-        except ValueError:
-            raise InputError(f"{where}: {v!r} is not a decimal number") from None
-    else:
-        f = float(v)
+        except OverflowError:
+            f = math.inf
     if not math.isfinite(f):
         raise InputError(f"{where}: {v!r} is not a finite number")
     return v if isinstance(v, str) else float(v)
@@ -157,7 +159,7 @@ def _array(v: Any, where: str, ndim: int) -> np.ndarray:
 
 def parse_attention(att: Any, source: str) -> tuple[bool, float]:
     """(causal, beta) from an ``attention`` object."""
-    if not isinstance(att, dict) or not isinstance(att.get("causal", False), bool):
+    if not isinstance(att, dict) or not isinstance(att.get("causal", False), bool) or set(att) - {"causal", "beta"}:
         raise InputError(f"{source}: 'attention' must be an object with a boolean 'causal' and a number 'beta'")
     return att.get("causal", False), float(_number(att.get("beta", 1.0), f"{source}: attention.beta"))
 
@@ -169,8 +171,8 @@ def parse_blocks(bl: Any, source: str, d: int | None = None) -> tuple[dict[str, 
         raise InputError(f"{source}: 'blocks' must be a list of exactly two objects with Q, K, V")
     mats = []
     for b, blk in enumerate(bl):
-        if not isinstance(blk, dict) or any(m not in blk for m in "QKV"):
-            raise InputError(f"{source}: blocks[{b}] must be an object with fields Q, K, V")
+        if not isinstance(blk, dict) or set(blk) != set("QKV"):
+            raise InputError(f"{source}: blocks[{b}] must be an object with exactly the fields Q, K, V")
         one = {m: _array(blk[m], f"{source}: blocks[{b}].{m}", 2) for m in "QKV"}
         if d is None:  # from the first Q, which must then be square
             if one["Q"].shape[0] != one["Q"].shape[1]:
@@ -182,21 +184,21 @@ def parse_blocks(bl: Any, source: str, d: int | None = None) -> tuple[dict[str, 
     return mats[0], mats[1]
 
 
-def parse(text: str, source: str = "witness") -> Witness:
-    """Parse and validate witness JSON text."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
-    return from_dict(doc, source)
+def parse(text: str, source: str = "witness", limits: Limits = DEFAULT_LIMITS) -> Witness:
+    """Parse and validate witness JSON text (strictly: :func:`verify.files.parse_json`)."""
+    return from_dict(parse_json(text, source), source, limits)
 
 
-def from_dict(doc: Any, source: str = "witness") -> Witness:
+def from_dict(doc: Any, source: str = "witness", limits: Limits = DEFAULT_LIMITS) -> Witness:
     if not isinstance(doc, dict):
         raise InputError(f"{source}: expected a JSON object at the top level")
     missing = [k for k in REQUIRED if k not in doc]
     if missing:
         raise InputError(f"{source}: missing field(s) {', '.join(missing)}")
+    unknown = [k for k in doc if k not in (*REQUIRED, *OPTIONAL, "steps", "layers")]
+    if unknown:
+        raise InputError(f"{source}: unknown field(s) {', '.join(repr(k[:40]) for k in unknown[:5])}; a witness holds "
+                         f"{', '.join(REQUIRED)}, steps or layers, and optionally {', '.join(OPTIONAL)}")
     if doc["schema"] != SCHEMA:
         raise InputError(f"{source}: schema is {doc['schema']!r}; this tool reads {SCHEMA!r}")
     causal, beta = parse_attention(doc["attention"], source)
@@ -216,30 +218,39 @@ def from_dict(doc: Any, source: str = "witness") -> Witness:
     raw = doc[key]
     if not isinstance(raw, list):
         raise InputError(f"{source}: {key!r} must be a list of objects {{'block': 0|1, {length!r}: number}}")
+    if len(raw) > limits.max_steps:
+        raise InputError(f"{source}: {len(raw)} {key}, over the limit of {limits.max_steps}; raise it with --max-steps")
+    other = "layers" if key == "steps" else "steps"
+    if other in doc:
+        raise InputError(f"{source}: depth is {depth!r}, which reads {key!r}, but the witness also has {other!r}")
     steps = []
     for k, s in enumerate(raw):
-        if not isinstance(s, dict) or "block" not in s or length not in s:
-            raise InputError(f"{source}: {key}[{k}] must be an object with fields 'block' and {length!r}")
+        if not isinstance(s, dict) or set(s) != {"block", length}:
+            raise InputError(f"{source}: {key}[{k}] must be an object with exactly the fields 'block' and {length!r}")
         steps.append((s["block"], _number(s[length], f"{key}[{k}].{length}")))
     validate.steps(steps, key)
     tol = float(_number(doc["tolerance"], "tolerance"))
     if tol < 0:
         raise InputError(f"{source}: tolerance must be non-negative, got {tol}")
+    vacuous(tol, targets.astype(float), source)
     extra = {k: v for k, v in doc.items() if k not in (*REQUIRED, "steps", "layers")}
     parse_precision(extra.get("precision", "float64"), source)
     return Witness(causal, beta, mats, inputs, targets, depth, tuple(steps), tol, extra)
 
 
-def load(path: str | Path) -> Witness:
-    """Read a witness file, with a one-line error for missing or unreadable files."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read ({exc})") from None
-    return parse(text, str(p))
+def vacuous(tolerance: float, targets: np.ndarray, source: str) -> None:
+    """Refuse a tolerance that is not small against the targets' scale: above VACUOUS
+    max(1, max |target|) any image near the targets' size would pass, and a PASS says nothing."""
+    bound = VACUOUS * max(1.0, float(np.max(np.abs(targets))))
+    if not tolerance <= bound:
+        raise InputError(f"{source}: tolerance {tolerance:.3g} is not small against the targets (max |target| "
+                         f"{float(np.max(np.abs(targets))):.3g}): above {bound:.3g} a PASS would claim nothing")
+
+
+def load(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Witness:
+    """Read a witness file (a regular file within ``limits``), with a one-line error for
+    missing, unreadable or malformed files."""
+    return from_dict(load_json(path, limits), str(path), limits)
 
 
 # ---------------------------------------------------------------- writing
@@ -291,9 +302,12 @@ def dumps(doc: dict[str, Any]) -> str:
 
 
 def save(doc: dict[str, Any], path: str | Path, *, overwrite: bool = False) -> Path:
-    """Write a witness; refuses to replace an existing file unless ``overwrite``."""
-    p = Path(path) if overwrite else ensure_new(path)
-    p.write_text(dumps(doc), encoding="utf-8")
+    """Write a witness; refuses to replace an existing file (or a link) unless ``overwrite``."""
+    p = Path(path)
+    if overwrite:
+        p.write_text(dumps(doc), encoding="utf-8")
+    else:
+        create_exclusive(check_creatable(p), dumps(doc))
     return p
 
 
@@ -308,44 +322,67 @@ def _network_rounding(w: Witness, end: Any, unit: float) -> float:
     return max(plain, propagated) if math.isfinite(propagated) else plain
 
 
+@dataclass(frozen=True)
+class Image:
+    """A replay's image of the inputs (an array in the replay's arithmetic), the estimate of
+    its error (flows: the integrator's; networks: the rounding the layers propagate), and the
+    work it took (``{"taylor_steps": ...}`` for flows)."""
+
+    end: Any
+    estimate: float
+    work: dict[str, Any]
+
+
+def image(w: Witness, dps: int | None = None) -> Image:
+    """The image of the witness's inputs under its control or network, in float64
+    (``dps=None``) or at ``dps`` digits.  Raises :class:`IntegrationError` where the arithmetic
+    cannot follow it (overflow, more Taylor steps than the cap)."""
+    # overflows are refused with a reason (flow's own check, the network's below), not warned of
+    with precision(dps) if dps is not None else nullcontext(), np.errstate(all="ignore"):
+        blocks = w.blocks_at(dps)
+        X = w.array_at("inputs", dps)
+        steps = w.steps_at(dps)
+        unit = 2.0**-52 if dps is None else 10.0**-dps
+        if w.depth == "continuous":
+            res = flow(blocks, steps, X, dps=dps, propagate=True)
+            return Image(end=res.end, estimate=float(res.error_estimate), work={"taylor_steps": res.taylor_steps})
+        end = apply(blocks, steps, X, dps=dps).end
+        scale = float(np.max(np.abs(np.asarray(end, dtype=float))))
+        if not scale <= validate.MAX_MAGNITUDE:
+            raise IntegrationError(f"the network's image overflowed (max |x| = {scale:.3g} in {precision_label(dps)}); "
+                                   "its steps are too large for the data")
+        return Image(end=end, estimate=float(_network_rounding(w, end, unit)), work={})
+
+
 def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
     """Replay a witness in float64 (``dps=None``) or at ``dps`` digits; return the verdict.
 
     ``error`` is max |image - target|; ``integration_error_estimate`` is the integrator's
     estimate (continuous depth) or, in finite depth, the rounding the layers propagate at this
     precision (:func:`verify.network.propagated_rounding`: long networks can amplify it by
-    1e20 and more), at least 4 (L + 1) unit roundoff max |x|.  ``passed`` means error +
-    estimate <= tolerance.
+    1e20 and more), at least 4 (L + 1) unit roundoff max |x|.
+
+    ``verdict`` is PASS when error + estimate <= tolerance, FAIL when error - estimate >
+    tolerance, and UNDECIDED otherwise (the estimate straddles the tolerance) or when the
+    arithmetic cannot follow the witness (``reason`` says why); ``passed`` is verdict == PASS.
+    More digits (``dps``) or ``verify check --certify`` decide an undecided witness.
     """
-    # overflows are refused with a reason (flow's own check, the network's below), not warned of
-    with precision(dps) if dps is not None else nullcontext(), np.errstate(all="ignore"):
-        blocks = w.blocks_at(dps)
-        X = w.array_at("inputs", dps)
-        Y = w.array_at("targets", dps)
-        steps = w.steps_at(dps)
-        unit = 2.0**-52 if dps is None else 10.0**-dps
-        if w.depth == "continuous":
-            res = flow(blocks, steps, X, dps=dps)
-            end, estimate, work = res.end, res.error_estimate, {"taylor_steps": res.taylor_steps}
-        else:
-            end = apply(blocks, steps, X, dps=dps).end
-            scale = float(np.max(np.abs(np.asarray(end, dtype=float))))
-            if not scale <= validate.MAX_MAGNITUDE:
-                raise IntegrationError(f"the network's image overflowed (max |x| = {scale:.3g} in {precision_label(dps)}); "
-                                       "its steps are too large for the data")
-            estimate, work = _network_rounding(w, end, unit), {}
-        error = float(np.max(np.abs(end - Y)))
-    passed = error + estimate <= w.tolerance
     N, n, d = w.inputs.shape
-    return {
-        "passed": bool(passed),
-        "error": error,
-        "integration_error_estimate": float(estimate),
-        "tolerance": w.tolerance,
-        "depth": w.depth,
-        "length": len(w.steps),
-        "shape": {"N": N, "n": n, "d": d},
-        "causal": w.causal,
-        "precision": precision_label(dps),
-        **work,
-    }
+    out = {"tolerance": w.tolerance, "depth": w.depth, "length": len(w.steps), "shape": {"N": N, "n": n, "d": d},
+           "causal": w.causal, "precision": precision_label(dps)}
+    try:
+        img = image(w, dps)
+    except IntegrationError as exc:
+        return {"passed": False, "verdict": "UNDECIDED", "reason": str(exc), "error": math.nan,
+                "integration_error_estimate": math.inf} | out
+    with precision(dps) if dps is not None else nullcontext():
+        error = float(np.max(np.abs(img.end - w.array_at("targets", dps))))
+    if error + img.estimate <= w.tolerance:
+        verdict, reason = "PASS", None
+    elif error - img.estimate > w.tolerance:
+        verdict, reason = "FAIL", None
+    else:
+        verdict, reason = "UNDECIDED", (f"the image is within {error:.2e} of the targets but its error estimate "
+                                        f"{img.estimate:.1e} straddles the tolerance {w.tolerance:.2e}")
+    return {"passed": verdict == "PASS", "verdict": verdict, "error": error,
+            "integration_error_estimate": img.estimate} | ({"reason": reason} if reason else {}) | out | img.work
