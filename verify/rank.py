@@ -99,7 +99,7 @@ def singular_values(M: Any, scales: np.ndarray, dps: int | None = None) -> np.nd
         return np.zeros(0)
     if dps is None:
         return np.linalg.svd(np.asarray(M, dtype=float) / scales, compute_uv=False)
-    with precision(dps):
+    with precision(max(dps, 20)):  # mpmath's SVD does not converge at a few digits; guard digits add no noise
         A = mpmath.matrix([[_mpf(x) / mpmath.mpf(float(c)) for x, c in zip(row, scales, strict=True)] for row in M])
         s = mpmath.svd_r(A if A.rows >= A.cols else A.T, compute_uv=False)
         return np.array(sorted((float(x) for x in s), reverse=True))

@@ -202,7 +202,7 @@ def from_dict(doc: Any, source: str = "witness", limits: Limits = DEFAULT_LIMITS
     if doc["schema"] != SCHEMA:
         raise InputError(f"{source}: schema is {doc['schema']!r}; this tool reads {SCHEMA!r}")
     causal, beta = parse_attention(doc["attention"], source)
-    if doc["depth"] not in DEPTHS:
+    if not isinstance(doc["depth"], str) or doc["depth"] not in DEPTHS:
         raise InputError(f"{source}: depth is {doc['depth']!r}; expected 'continuous' or 'finite'")
     depth = doc["depth"]
     key, length = DEPTHS[depth]
