@@ -32,6 +32,7 @@ from verify.blocks import gaussian_blocks
 from verify.errors import IntegrationError
 
 TRUTH_DIGITS = 30
+TRUTH_SECONDS = 60.0  # a truth that takes longer is given up (counted as "no truth")
 TOLERANCE = 1e-10  # relative to max(1, max |target|): the witness each draw is checked as
 
 
@@ -98,8 +99,12 @@ def truth(dr: Draw, blocks, X, independent_flow: bool = True) -> np.ndarray:
 
         from verify.flow import flow
         causal = tuple(dataclasses.replace(b, causal=dr.causal) for b in blocks)
-        end = flow(causal, list(dr.steps), X, dps=TRUTH_DIGITS).end
-        return np.vectorize(lambda v: mpmath.mpf(str(v)), otypes=[object])(end)
+        for digits in (TRUTH_DIGITS, 2 * TRUTH_DIGITS):  # a chaotic flow needs more: its own estimate says so
+            res = flow(causal, list(dr.steps), X, dps=digits, propagate=True, deadline=time.perf_counter() + TRUTH_SECONDS)
+            if res.error_estimate <= 1e-20 * max(1.0, float(np.max(np.abs(np.asarray(res.end, dtype=float))))):
+                return np.vectorize(lambda v: mpmath.mpf(str(v)), otypes=[object])(res.end)
+        raise ArithmeticError(f"the flow is too sensitive for a truth at {2 * TRUTH_DIGITS} digits "
+                              f"(estimate {res.error_estimate:.1e})")
     if dr.depth == "continuous":
         return independent.flow(mats, dr.steps, X, causal=dr.causal, dps=TRUTH_DIGITS)
     return independent.network(mats, dr.steps, X, causal=dr.causal, dps=TRUTH_DIGITS)

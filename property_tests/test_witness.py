@@ -145,3 +145,25 @@ def test_non_json_and_missing_files(tmp_path):
         witness.load(tmp_path / "absent.json")
     with pytest.raises(InputError, match="JSON object"):
         witness.parse("[1, 2]")
+
+
+@pytest.mark.parametrize("depth", ["continuous", "finite"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_certified_replay_of_independent_witnesses(depth, causal):
+    """check --certify (Arb balls): the independent implementation's witnesses are CERTIFIED,
+    and a target moved by 1e-4 (far outside the enclosure) is a FAIL, never certified."""
+    doc = independent_doc(depth, causal, seed=2)
+    cert = witness.certify(witness.parse(json.dumps(doc)))
+    assert cert["verdict"] == "CERTIFIED" and cert["error_upper"] <= doc["tolerance"], cert
+    assert cert["width"] < 1e-12  # plain balls: each step adds a remainder of 10^(10 - digits) and wraps
+    moved = copy.deepcopy(doc)
+    moved["targets"][1][2][0] += 1e-4
+    assert witness.certify(witness.parse(json.dumps(moved)))["verdict"] == "FAIL"
+
+
+def test_the_false_pass_witness_is_never_certified():
+    from pathlib import Path
+
+    w = witness.load(Path(__file__).parent / "data" / "false_pass_witness.json")
+    import time
+    assert witness.certify(w, deadline=time.perf_counter() + 20)["verdict"] in ("FAIL", "UNDECIDED")

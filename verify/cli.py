@@ -25,6 +25,7 @@ from .errors import InputError, VerifyError
 from .files import Limits, create_exclusive, load_json, replace_file
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
+CERTIFY_SECONDS = 600.0  # check --certify gives up (UNDECIDED) after ten minutes
 THEOREM_NAMES = ["two_block", "finite_depth", "causal"]  # the registry's names (theorems.registry.THEOREMS)
 
 
@@ -88,6 +89,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--dps", type=_digits, default=None,
                    help="replay in arbitrary precision with this many digits "
                         "(default: the witness's recorded precision, float64 if it records none)")
+    c.add_argument("--certify", action="store_true",
+                   help="enclose the image in Arb ball arithmetic: CERTIFIED, FAIL or UNDECIDED with the enclosure width")
     c.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
     r = sub.add_parser("rank", help="rank of the Lie-bracket matrix on a collection, against the invariants' prediction",
@@ -167,6 +170,8 @@ def parser() -> argparse.ArgumentParser:
 
 def _check(args: argparse.Namespace) -> int:
     w = witness.load(args.witness, _limits(args))
+    if args.certify:
+        return _certify(w, args)
     digits = args.dps or w.digits
     verdict = witness.replay(w, digits)
     if verdict["verdict"] == "UNDECIDED" and math.isfinite(verdict["error"]):  # straddles: more digits decide
@@ -185,6 +190,23 @@ def _check(args: argparse.Namespace) -> int:
                   f"integration error estimate = {verdict['integration_error_estimate']:.1e}, "
                   f"tolerance = {verdict['tolerance']:.3e}")
     return EXIT_OK if verdict["passed"] else EXIT_FAIL
+
+
+def _certify(w: witness.Witness, args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    verdict = witness.certify(w, args.dps, deadline=t0 + CERTIFY_SECONDS)
+    if args.json:
+        print(report.dumps(verdict), end="")
+    else:
+        head = (f"{verdict['verdict']}: {verdict['depth']} depth, {verdict['length']} "
+                f"{'steps' if w.depth == 'continuous' else 'layers'}, {verdict['precision']}")
+        if "reason" in verdict:
+            print(f"{head}: {verdict['reason']}")
+        else:
+            print(f"{head}: max |image - target| <= {verdict['error_upper']:.3e} (enclosure width "
+                  f"{verdict['width']:.1e}, {verdict['validated_steps']} validated Taylor steps), tolerance = "
+                  f"{verdict['tolerance']:.3e} ({time.perf_counter() - t0:.1f} s)")
+    return EXIT_OK if verdict["certified"] else EXIT_FAIL
 
 
 def _limits(args: argparse.Namespace) -> Limits:

@@ -66,13 +66,36 @@ def exact_rank(vectors: list[tuple] | np.ndarray) -> int:
     rows = [list(v) for v in vectors]
     if not rows or not rows[0]:
         return 0
-    return flint.fmpq_mat([[flint.fmpq(*Fraction(float(x)).as_integer_ratio()) for x in r] for r in rows]).rank()
+    exact = [[x if isinstance(x, Fraction) else Fraction(float(x)) for x in r] for r in rows]
+    return flint.fmpq_mat([[flint.fmpq(x.numerator, x.denominator) for x in r] for r in exact]).rank()
 
 
-def predicted_rank(X: np.ndarray, causal: bool = False) -> int | None:
+def uniform_attention(blocks: Sequence[Any]) -> bool:
+    """Whether beta Q^T K = 0 for both blocks, decided exactly (the float entries as rationals):
+    then every attention weight is uniform and the fields are linear in the sequence's mean."""
+    def zero(b: Any) -> bool:
+        if b.beta == 0:
+            return True
+        Q = [[Fraction(float(v)) for v in row] for row in np.asarray(b.Q)]
+        K = [[Fraction(float(v)) for v in row] for row in np.asarray(b.K)]
+        d = len(Q)
+        return all(sum(Q[k][i] * K[k][j] for k in range(d)) == 0 for i in range(d) for j in range(d))
+    return all(zero(b) for b in blocks)
+
+
+def predicted_rank(X: np.ndarray, causal: bool = False, blocks: Sequence[Any] | None = None) -> int | None:
     """The bracket rank the invariants allow on generic blocks, or None where this module has
-    no sharp prediction (coincident tokens under causal masking)."""
+    no sharp prediction (coincident tokens under causal masking).
+
+    With ``blocks`` whose attention is uniform (:func:`uniform_attention`), full attention moves
+    every token of a sequence by V times the sequence's mean, so only the means move, by one
+    linear map: d * rank[mean^1 ... mean^N] (decided exactly); under a causal mask the prefix
+    means couple the tokens and there is no sharp prediction (None)."""
     N, n, d = X.shape
+    if blocks is not None and uniform_attention(blocks):
+        if causal:
+            return None
+        return d * exact_rank([[sum(Fraction(float(v)) for v in X[s, :, c]) for c in range(d)] for s in range(N)])
     if causal:
         if coincident_pairs(X):
             return None

@@ -133,6 +133,28 @@ def weight_digits(blocks: Sequence[Block], X: np.ndarray) -> float:
     return w
 
 
+def logit_digits(blocks: Sequence[Block], X: np.ndarray) -> float:
+    """v = -log10 of lambda = max_b |beta_b| ||Q_b^T K_b||_2 max |x|^2 (0 when lambda >= 1 or
+    lambda = 0): how far below 1 the logits are.  On small data attention is nearly uniform and
+    the singular values that only its structure supplies shrink like lambda (measured on a
+    Gaussian (1, 2, 2) collection scaled by s = 1 ... 1e-100: the two smallest fell as
+    3.4e-2 s^2 and 3.4e-3 s^2), so 30 digits read a deficit into data scaled by 1e-20 that 60
+    digits resolve.  lambda = 0 is exact: uniform attention, which the prediction covers
+    (:func:`verify.invariants.uniform_attention`), or X = 0.
+
+    >>> import numpy as np
+    >>> from verify.blocks import gaussian_blocks
+    >>> X = np.random.default_rng(1).normal(size=(2, 2, 2))
+    >>> [round(logit_digits(gaussian_blocks(0, 2), s * X)) for s in (1, 1e-5, 1e-20)]
+    [0, 10, 40]
+    """
+    big = float(np.max(np.abs(np.asarray(X, dtype=float))))
+    a = max(abs(b.beta) * float(np.linalg.norm(b.Q.T @ b.K, 2)) for b in blocks)
+    if big == 0 or a == 0:
+        return 0.0
+    return max(0.0, -(math.log10(a) + 2 * math.log10(big)))  # in logarithms: lambda underflows at |x| ~ 1e-160
+
+
 def resolved(w: float, digits: float, columns: int, deficit: bool) -> bool:
     """Whether weights down to 10^-w are held by an arithmetic of unit roundoff 10^-digits:
     P_min > u for a full rank, P_min^2 > 10 eta for a deficit (module docstring)."""
@@ -182,12 +204,13 @@ def analyse(
     N, n, d = X.shape
     m = N * n * d
     causal = bool(blocks[0].causal)
-    prediction = predicted_rank(X, causal) if expected is None else expected
+    prediction = predicted_rank(X, causal, blocks) if expected is None else expected
     target = m if prediction is None else prediction
     start = min(max(counting_degree(target), 1), max_degree)
     # a deficit is only measured once there are enough words to span the whole space
     enough = min(counting_degree(m), max_degree)
-    w = weight_digits(blocks, X)  # the same at every degree
+    # the digits the arithmetic must hold: the smallest weight (saturation) or the logits (near-uniform)
+    w = max(weight_digits(blocks, X), logit_digits(blocks, X))
     for K in range(start, max_degree + 1):
         result = _analyse_at(blocks, X, K, dps, w)
         if result["rank"] >= target and K >= enough or result["saturated"]:
@@ -238,7 +261,7 @@ def _analyse_at(blocks, X, K, dps, w: float) -> dict[str, Any]:
         undecided = (f"at {name} the noise level {noise_level(unit, W):.1g} leaves no room to decide a rank; "
                      f"give --dps {max(resolving_digits(w, W), ESCALATION[0])} or more")
     elif not weights_seen:
-        undecided = (f"the smallest attention weight is 10^-{w:.3g}, too small for {name} to decide "
+        undecided = (f"the attention weights or logits reach down to 10^-{w:.3g}, too small for {name} to decide "
                      f"{'a deficit' if r < min(m, W) else 'the rank'}"
                      f"{f' (up to {MAX_DIGITS} digits are tried)' if dps is None else ''}; "
                      "rescale the data towards |x| ~ 1")
