@@ -13,7 +13,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: setup setup-tex verify test test-thorough bench reach models lint clean
+.PHONY: setup setup-tex verify test test-thorough bench reach models estimates lint clean
 
 setup: $(STAMP)
 
@@ -58,3 +58,13 @@ reach: $(STAMP)
 models: $(STAMP)
 	mkdir -p reports/benchmarks
 	$(PY) -m pytest -q -s -o addopts="" -o python_files="bench_*.py" property_tests/benchmarks/bench_models.py --benchmark-json=reports/benchmarks/models.json
+
+# Error estimates tested as claims: COUNT adversarial draws from seed FIRST, the float64 estimate
+# against a 30-digit truth (docs/verdicts.md); about an hour for 1200 draws on one core.
+COUNT ?= 1200
+FIRST ?= 3000
+estimates: $(STAMP)
+	mkdir -p reports/benchmarks
+	rm -f reports/benchmarks/estimates.json
+	$(PY) -m property_tests.estimates $(COUNT) $(FIRST) reports/benchmarks/estimates.json
+

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import mpmath
 import numpy as np
@@ -32,12 +33,12 @@ def field(Q, K, V, X, beta=1.0, causal=False, exp=math.exp):
     return out
 
 
-def flow(blocks, steps, X, beta=1.0, causal=False, rtol=1e-13, atol=1e-14, dps=None, tol=None):
+def flow(blocks, steps, X, beta=1.0, causal=False, rtol=1e-13, atol=1e-14, dps=None, tol=None, deadline=None):
     """exp(tau_K F_K) o ... o exp(tau_1 F_1) (X); blocks are (Q, K, V) triples.  In float64 with
     DOP853, or at ``dps`` digits with :func:`extrapolated_flow` (durations given as floats or
     decimal strings; the image is an object array of mpmath numbers)."""
     if dps is not None:
-        return extrapolated_flow(blocks, steps, X, beta, causal, dps, tol)
+        return extrapolated_flow(blocks, steps, X, beta, causal, dps, tol, deadline=deadline)
     Y = np.array(X, dtype=float)
     for b, tau in steps:
         Q, K, V = blocks[b]
@@ -51,7 +52,7 @@ def flow(blocks, steps, X, beta=1.0, causal=False, rtol=1e-13, atol=1e-14, dps=N
     return Y
 
 
-def extrapolated_flow(blocks, steps, X, beta=1.0, causal=False, dps=30, tol=None, max_columns=12):
+def extrapolated_flow(blocks, steps, X, beta=1.0, causal=False, dps=30, tol=None, max_columns=12, deadline=None):
     """The flow at ``dps`` digits by Gragg-Bulirsch-Stoer: each macro step H is integrated by the
     modified midpoint rule with 2, 4, 6, ... substeps, whose results are extrapolated to zero
     substep size in powers of (H / n)^2 (Aitken-Neville); a step is accepted when two successive
@@ -75,6 +76,8 @@ def extrapolated_flow(blocks, steps, X, beta=1.0, causal=False, dps=30, tol=None
                         raise ArithmeticError(f"the extrapolation does not converge in step (block {b}, duration {tau})")
                     continue
                 Y, left = Z, left - H
+                if deadline is not None and time.perf_counter() > deadline:
+                    raise ArithmeticError("the extrapolation ran past its deadline")
                 if columns <= 6:
                     H0 *= 2
         return Y

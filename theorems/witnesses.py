@@ -5,7 +5,9 @@
   (float64 only for a clear full rank, otherwise 30/60 digits), and, when the rank is full, an
   Arb certificate of full rank (:func:`verify.certify.full_rank`).
 * :func:`control_checks` -- a control (continuous) or network (finite) found by the solver, its
-  float64 replay against the tolerance, and its replay at 40 digits from the witness file.
+  float64 replay against the tolerance, and its replay at 40 digits from the witness file,
+  certified when its image enclosed in Arb balls (:func:`verify.witness.certify`, at most
+  CERTIFY_SECONDS) lies within the tolerance, failed when the enclosure lies outside it.
 * :func:`refusal_check` -- inadmissible data must be refused with a reason.
 
 Every check says what its bound is and where the bound comes from.
@@ -13,6 +15,7 @@ Every check says what its bound is and where the bound comes from.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -29,6 +32,7 @@ from verify.solver import Settings, solve
 
 BELOW_ONE = float(np.nextafter(1.0, 0.0))  # strict "< 1" as a "<=" bound
 HP_DIGITS = 40
+CERTIFY_SECONDS = 120.0  # per witness: a longer enclosure is left uncertified (the row keeps its estimate)
 
 
 def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray, *, expected: int | None = None,
@@ -99,11 +103,20 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
     if sol.success:
         doc = witness.make(blocks, X, Y, depth, sol.steps, settings.tolerance,
                            precision=witness.precision_label(sol.dps))
-        verdict = witness.replay(witness.parse(witness.dumps(doc)), HP_DIGITS)
-        out.append(check(f"witness replays at {HP_DIGITS} digits [{label}]",
-                         verdict["error"] + verdict["integration_error_estimate"], doc["tolerance"],
-                         "tolerance written into the witness; error + integration error estimate",
-                         error=verdict["error"], integration_error_estimate=verdict["integration_error_estimate"]))
+        w = witness.parse(witness.dumps(doc))
+        verdict = witness.replay(w, HP_DIGITS)
+        cert = witness.certify(w, deadline=time.perf_counter() + CERTIFY_SECONDS)
+        value, origin = (verdict["error"] + verdict["integration_error_estimate"],
+                         "tolerance written into the witness; error + integration error estimate")
+        if cert["verdict"] == "CERTIFIED":  # the Arb upper bound is the value, and the row is certified
+            value, origin = cert["error_upper"], "tolerance written into the witness; Arb enclosure of the image (upper bound)"
+        elif cert["verdict"] == "FAIL":  # a ball lies wholly outside: the witness is refuted whatever the estimate says
+            value, origin = np.inf, "Arb enclosure of the image lies outside the tolerance"
+        out.append(check(f"witness replays at {HP_DIGITS} digits [{label}]", value, doc["tolerance"], origin,
+                         certified=cert["verdict"] == "CERTIFIED", error=verdict["error"],
+                         integration_error_estimate=verdict["integration_error_estimate"],
+                         certificate={k: cert.get(k) for k in ("verdict", "error_upper", "width", "validated_steps",
+                                                               "precision", "reason") if k in cert}))
     else:
         out.append(check(f"witness replays at {HP_DIGITS} digits [{label}]", np.inf, settings.tolerance,
                          "no witness: the solver found no control within its budget"))

@@ -415,7 +415,7 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf) -
     for D in levels:
         try:
             if w.depth == "continuous":
-                enc = enclosure.enclose_flow(blocks, list(w.steps), inputs, D, deadline=deadline)
+                enc = enclosure.enclose_flow(blocks, list(w.steps), inputs, D, deadline=deadline, tolerance=w.tolerance)
             else:
                 enc = enclosure.enclose_network(blocks, list(w.steps), inputs, D)
         except IntegrationError as exc:
