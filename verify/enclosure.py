@@ -49,6 +49,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -110,29 +111,36 @@ def _inside(inner: np.ndarray, outer: np.ndarray) -> bool:
     return all(o.contains_interior(i) for i, o in zip(inner.ravel(), outer.ravel(), strict=True))
 
 
-def _step(block: Block, X: np.ndarray, h: float, sign: int, eps: float) -> tuple[np.ndarray | None, float]:
-    """One validated Taylor step of length h (exact) from the balls X: (the balls at h, h), or
-    (None, a shorter h to try) where no a-priori box was found or the remainder, evaluated over
-    the box (interval Taylor coefficients of order p + 1 overestimate badly), exceeds ``eps``."""
+def _step(block: Block, X: np.ndarray, h: Fraction, sign: int, eps: float) -> tuple[np.ndarray | None, Fraction]:
+    """One validated Taylor step of length h (an exact rational: the steps must add up to the
+    duration exactly) from the balls X: (the balls at h, h), or (None, a shorter h to try)
+    where no a-priori box was found or the remainder, evaluated over the box (interval Taylor
+    coefficients of order p + 1 overestimate badly), exceeds ``eps``."""
     import flint
 
     Xk, _ = coefficients(block, X, ORDER)
-    T = flint.arb(sign * h / 2, h / 2)  # [0, h] with the step's sign
+    up = float(np.nextafter(float(h), np.inf))
+    T = flint.arb(sign * up / 2, up / 2)  # covers [0, h] with the step's sign
     B = _inflate(evaluate(Xk, T))
     for _ in range(INFLATIONS):
         top = coefficients(block, B, ORDER + 1)[0][ORDER + 1]
         candidate = evaluate(Xk, T) + T ** (ORDER + 1) * top
         if not all(c.is_finite() for c in candidate.ravel()):
-            return None, h / 2
+            return None, _shorter(h, 0.5)
         if _inside(candidate, B):
-            t = flint.arb(sign * h)
+            t = sign * flint.arb(h.numerator) / h.denominator  # h exactly (a ball where it is not binary)
             remainder = t ** (ORDER + 1) * top
             worst = max(float(abs(r).upper()) for r in remainder.ravel())
             if worst > eps:  # the remainder's h^(p+1) falls fast: shrink to meet eps, at least halving
-                return None, h * min(0.5, max(1 / 16, 0.9 * (eps / worst) ** (1 / (ORDER + 1))))
+                return None, _shorter(h, min(0.5, max(1 / 16, 0.9 * (eps / worst) ** (1 / (ORDER + 1)))))
             return evaluate(Xk, t) + remainder, h
         B = _inflate(candidate)
-    return None, h / 2
+    return None, _shorter(h, 0.5)
+
+
+def _shorter(h: Fraction, factor: float) -> Fraction:
+    """A binary float below h, about factor h."""
+    return Fraction(float(h) * factor)
 
 
 def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X: Any, digits: int = DIGITS,
@@ -142,34 +150,37 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
     at most a unit of the working precision, is covered by one more validated step over it.
 
     Each step's remainder may add 10^(10 - digits) max(1, |x|) or, with ``tolerance`` (the
-    width the enclosure is for), the larger 1e-3 tolerance h / (total duration): its share of a
-    thousandth of the tolerance, so that longer steps are taken where the claim allows them."""
+    width the enclosure is for), the larger 1e-6 tolerance h / (total duration): its share of a
+    millionth of the tolerance (the balls' wrapping amplifies it: at 1e-3 a 5-step control's
+    width reached 0.7 of a 1e-8 tolerance), so that longer steps are taken where the claim
+    allows them; the remainder falls like h^22, so a thousandfold stricter share costs 1.4x
+    more steps."""
     import flint
 
     count = 0
     total = sum(abs(float(_arb(t).mid())) for _, t in control) or 1.0
-    rate = 0.0 if tolerance is None else 1e-3 * tolerance / total  # remainder allowed per unit of duration
+    rate = 0.0 if tolerance is None else 1e-6 * tolerance / total  # remainder allowed per unit of duration
     with precision(digits):
         Xb = namespace("arb").asarray(X)
         for b, tau in control:
             exact = _arb(tau)
             f = float(exact.mid())
             sign = 1 if f >= 0 else -1
-            left = abs(f)
+            left = Fraction(abs(f))  # exact: the steps add up to the duration without rounding
             while left > 0:
                 mid = np.vectorize(lambda z: float(z.mid()), otypes=[float])(Xb)
                 Xk, _ = coefficients(blocks[b], mid, ORDER)
                 logs = _lognorms(Xk)
-                h = min(left, float(_step_size(logs, ORDER, math.log(1e-18) + max(0.0, logs[0]))))
+                h = min(left, Fraction(float(_step_size(logs, ORDER, math.log(1e-18) + max(0.0, logs[0])))))
                 floor = 10.0 ** (REMAINDER_DIGITS - digits) * max(1.0, float(np.max(np.abs(mid))))
                 while True:
-                    nxt, h = _step(blocks[b], Xb, h, sign, max(floor, rate * h))
+                    nxt, h = _step(blocks[b], Xb, h, sign, max(floor, rate * float(h)))
                     if nxt is not None:
                         break
                     if h < 1e-12 * max(1.0, abs(f)):
                         raise IntegrationError(f"no a-priori enclosure for a step of block {b} (duration {f:g}) "
                                                f"after {count} validated steps; the balls are too wide")
-                Xb, left, count = nxt, left - h if h < left else 0.0, count + 1
+                Xb, left, count = nxt, left - h, count + 1
                 if count > max_steps or time.perf_counter() > deadline:
                     raise IntegrationError(f"the validated flow stopped after {count} Taylor steps (cap {max_steps} "
                                            "or the deadline); the control is too long for plain balls")
