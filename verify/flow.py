@@ -65,6 +65,7 @@ from .taylor import coefficients, evaluate
 
 DEFAULT_TOL = 1e-16  # at 1e-14 a solver witness (80 steps, total |tau| 17) was off by 1.6e-10 against an estimate of 1.9e-12
 MAX_TAYLOR_STEPS = 10_000
+PROJECTION = 10  # a flow is refused when its current step, kept, would take 10 max_steps steps
 MAX_HALVINGS = 60  # a step the defect check halves 60 times (2^-60 of the rule's) is refused
 DEFECT_SLACK = 16.0  # a good step's h |X' - F(X)| is about p |X_p| h^p plus the field's rounding
 OVERFLOW = validate.MAX_MAGNITUDE
@@ -255,8 +256,8 @@ def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, de
             else:
                 raise IntegrationError(f"the Taylor series does not describe the flow {where} (defect "
                                        f"{hdefect:.2g} at step {float(h):.2g}); the state is too large for the durations")
-            _refuse(float(np.max(np.abs(np.asarray(X1, dtype=float)))), count + 1 + float(left - h) / h, max_steps,
-                    deadline, f"{where}, step {float(h):.2g}")
+            _refuse(float(np.max(np.abs(np.asarray(X1, dtype=float)))), count + 1, count + 1 + float(left - h) / h,
+                    max_steps, deadline, f"{where}, step {float(h):.2g}")
             if propagate:  # this Taylor step's Jacobian, in float64 (it only scales the estimate)
                 _, dXf = coefficients(blocks[b], np.asarray(X, dtype=float), p, unit_basis)
                 taylor_jacobians.append(columns_to_jacobians(namespace("numpy"), evaluate(dXf, sign * float(h))))
@@ -278,13 +279,15 @@ def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, de
     return FlowResult(X, estimate, count, d_dur, G)
 
 
-def _refuse(scale: float, steps_needed: float, max_steps: int, deadline: float, where: str) -> None:
+def _refuse(scale: float, taken: int, steps_needed: float, max_steps: int, deadline: float, where: str) -> None:
     """Raise :class:`IntegrationError` for a flow whose state overflowed (max |x| = ``scale``
-    above OVERFLOW, or not finite), that would take more than ``max_steps`` Taylor steps at the
-    current step size (``steps_needed``), or that ran past ``deadline``; ``where`` says at which step."""
+    above OVERFLOW, or not finite), that took more than ``max_steps`` Taylor steps (``taken``)
+    or would take more than PROJECTION times as many at the current step size (``steps_needed``:
+    the defect check shortens steps near a switch of attention for a while, so the projection
+    alone does not refuse), or that ran past ``deadline``; ``where`` says at which step."""
     if not scale <= OVERFLOW:
         raise IntegrationError(f"the flow overflowed (max |x| = {scale:.3g}) {where}; shorten the durations or rescale the data")
-    if steps_needed > max_steps:
+    if taken > max_steps or steps_needed > PROJECTION * max_steps:
         raise IntegrationError(f"the flow would need more than {max_steps} Taylor steps (max |x| = {scale:.3g}) {where}; "
                                "the durations or the data are too large")
     if time.perf_counter() > deadline:
@@ -421,7 +424,7 @@ def _flow_batch(blocks, pattern, durations, X, tol, unit, sensitivities, max_ste
             scale = np.abs(X[active]).reshape(active.size, -1).max(axis=1).astype(float, copy=False)
             worst = int(np.argmax(np.where(np.isnan(scale), np.inf, scale)))  # NaN: an overflow too
             needed = counts[active] + left[active].astype(float, copy=False) / h.astype(float, copy=False)
-            _refuse(float(scale[worst]), float(np.max(needed)), max_steps, deadline,
+            _refuse(float(scale[worst]), int(np.max(counts[active])), float(np.max(needed)), max_steps, deadline,
                     f"after {taylor_steps} batched Taylor steps, in a step of block {b} (control {int(active[worst])})")
         if T is not None:  # the controls' sequences side by side, B N of them, for backward_products
             step_jacobians.append(columns_to_jacobians(xp, T.reshape(nd, B * N, n, d)))
