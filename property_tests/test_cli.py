@@ -48,7 +48,7 @@ def test_check_refuses_cleanly(tmp_path, content, message):
     assert len(r.stderr.strip().splitlines()) == 1 and message in r.stderr
 
 
-@pytest.mark.parametrize("uniform, message", [(True, "overflowed"), (False, "would need more than")])
+@pytest.mark.parametrize("uniform, message", [(True, "overflow"), (False, "the durations or the data are too large")])
 def test_integration_failure_during_replay_is_one_line(tmp_path, uniform, message):
     doc = independent_doc("continuous", False, seed=1)
     doc["blocks"][0]["V"] = [[60.0, 0.0], [0.0, 60.0]]

@@ -242,6 +242,9 @@ def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, de
                 logs = _lognorms(Xk)
                 logeps = math.log(tol) + max(0.0, logs[0])
                 h = float(_step_size(logs, p, logeps))
+                if not h > 0:  # NaN or 0: the coefficients overflowed
+                    raise IntegrationError(f"the Taylor coefficients overflow float64 {where} (max |x| = "
+                                           f"{math.exp(logs[0]):.3g}); the durations or the data are too large")
                 h = left if h >= float(left) * (1 - 1e-12) else h
                 need, tail = split_order(list(logs), h, unit * max(1.0, math.exp(logs[0]))) if hp else (p, 0.0)
                 if need <= exact:
