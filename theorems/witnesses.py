@@ -32,7 +32,7 @@ from verify.solver import Settings, solve
 
 BELOW_ONE = float(np.nextafter(1.0, 0.0))  # strict "< 1" as a "<=" bound
 HP_DIGITS = 40
-CERTIFY_SECONDS = 120.0  # per witness: a longer enclosure is left uncertified (the row keeps its estimate)
+CERTIFY_SECONDS = 60.0  # per witness: a longer enclosure is left uncertified (the row keeps its estimate)
 
 
 def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray, *, expected: int | None = None,
