@@ -176,13 +176,12 @@ def _check(args: argparse.Namespace) -> int:
     verdict = witness.replay(w, digits)
     if verdict["verdict"] == "UNDECIDED" and math.isfinite(verdict["error"]):  # straddles: more digits decide
         more = min(validate.MAX_DIGITS, max(30, 2 * (digits or 15)))
-        verdict["next"] = (f"replay with --dps {more}" if (digits or 0) < validate.MAX_DIGITS
-                           else "no replay within the digit limit decides it")
+        verdict["next"] = (f"replay with --dps {more}, or --certify" if (digits or 0) < validate.MAX_DIGITS
+                           else "no replay within the digit limit decides it; try --certify")
     if args.json:
         print(report.dumps(verdict), end="")
     else:
-        head = (f"{verdict['verdict']}: {verdict['depth']} depth, {verdict['length']} "
-                f"{'steps' if w.depth == 'continuous' else 'layers'}, {verdict['precision']}")
+        head = _head(verdict)
         if "reason" in verdict:
             print(f"{head}: {verdict['reason']}" + (f"; {verdict['next']}" if "next" in verdict else ""))
         else:
@@ -192,14 +191,19 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_OK if verdict["passed"] else EXIT_FAIL
 
 
+def _head(verdict: dict[str, Any]) -> str:
+    """'VERDICT: continuous depth, 6 steps, float64', the first words of check's line."""
+    unit = "steps" if verdict["depth"] == "continuous" else "layers"
+    return f"{verdict['verdict']}: {verdict['depth']} depth, {verdict['length']} {unit}, {verdict['precision']}"
+
+
 def _certify(w: witness.Witness, args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     verdict = witness.certify(w, args.dps, deadline=t0 + CERTIFY_SECONDS)
     if args.json:
         print(report.dumps(verdict), end="")
     else:
-        head = (f"{verdict['verdict']}: {verdict['depth']} depth, {verdict['length']} "
-                f"{'steps' if w.depth == 'continuous' else 'layers'}, {verdict['precision']}")
+        head = _head(verdict)
         if "reason" in verdict:
             print(f"{head}: {verdict['reason']}")
         else:
