@@ -116,3 +116,54 @@ def test_outputs_never_go_through_a_link(tmp_path):
 def test_usage_errors_are_one_line():
     code, out, err = _run(["check"])
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--help" in err
+
+
+def _data_files():
+    """Bytes of .npy, .npz and .json collections, mutated: headers, dtypes, truncation, noise."""
+    import numpy as np
+
+    good = np.random.default_rng(0).normal(size=(1, 2, 2))
+
+    def npy(a) -> bytes:
+        buf = io.BytesIO()
+        np.save(buf, a, allow_pickle=False)
+        return buf.getvalue()
+
+    def npz(**arrays) -> bytes:
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        return buf.getvalue()
+
+    arrays = st.sampled_from([good, good.astype(np.float32), good.astype(np.int64), good > 0, good.astype(complex),
+                              good.astype("U8"), np.array(["2020-01-01"], dtype="datetime64[D]"), good[0], np.zeros((1, 0, 2)),
+                              good * np.inf, good * 1e200])
+    raw = st.one_of(
+        arrays.map(lambda a: (".npy", npy(a))),
+        arrays.map(lambda a: (".npz", npz(X=a))),
+        st.tuples(arrays, arrays).map(lambda ab: (".npz", npz(inputs=ab[0], other=ab[1]))),
+        st.tuples(st.just(".npy"), st.integers(0, 200)).map(lambda t: (t[0], npy(good)[: t[1]])),  # truncated
+        st.tuples(st.just(".npz"), st.integers(0, 400)).map(lambda t: (t[0], npz(X=good)[: t[1]])),
+        st.just((".npy", npy(good).replace(b"(1, 2, 2)", b"(10**9, 10**9, 9)"))),  # a header claiming a huge shape
+        st.just((".npy", npy(good).replace(b"(1, 2, 2)", b"(99999, 99999, 2)"))),
+        st.builds(lambda v: (".json", json.dumps(v).encode()), st.recursive(
+            st.one_of(st.floats(), st.integers(-10**400, 10**400), st.booleans(), st.none(), st.text(max_size=3)),
+            lambda inner: st.lists(inner, max_size=3), max_leaves=12)),
+        st.binary(max_size=80).map(lambda b: (".json", b)),
+    )
+    return raw
+
+
+@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 60)), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=_data_files())
+def test_mutated_data_files_give_a_verdict_or_one_line(tmp_path, case):
+    suffix, data = case
+    p = tmp_path / f"x{suffix}"
+    p.write_bytes(data)
+    before = sorted(os.listdir(tmp_path))
+    code, out, err = _run(["rank", "--inputs", str(p), "--seed", "0", "--max-degree", "3"])
+    assert code in (0, 1, 2)
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 1
+    if code == 2:
+        assert err.startswith("verify rank: error: ")
+    assert sorted(os.listdir(tmp_path)) == before
