@@ -196,12 +196,13 @@ def _rest(block: Block, X: np.ndarray, rest: Any) -> np.ndarray:
     X + rest F(B) with B an a-priori box for |t| <= |rest|."""
     import flint
 
-    T = flint.arb(0, float(abs(rest).upper()))
+    T = flint.arb(0, _up(abs(rest).upper()))  # rounded up: the box must cover every |t| <= |rest|
     B = _inflate(X)
     for _ in range(INFLATIONS):
-        candidate = X + T * coefficients(block, B, 1)[0][1]
+        F = coefficients(block, B, 1)[0][1]  # the field over the box
+        candidate = X + T * F
         if _inside(candidate, B):
-            return X + rest * coefficients(block, B, 1)[0][1]
+            return X + rest * F
         B = _inflate(candidate)
     raise IntegrationError("no enclosure for the part of a duration that is not a binary float")
 
