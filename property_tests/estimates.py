@@ -7,7 +7,7 @@ finite depth.  :func:`measure` replays it with ``verify`` in float64 and returns
 of the float64 image against the estimate ``verify check`` reports for it.  The truth is a
 30-digit replay: by the independent implementation (:mod:`property_tests.independent`:
 Gragg-Bulirsch-Stoer extrapolation in mpmath for flows, explicit loops for networks) with
-``independent=True``, otherwise by ``verify``'s own 30-digit Taylor flow, whose agreement with
+``independent_flow=True``, otherwise by ``verify``'s own 30-digit Taylor flow, whose agreement with
 the independent one the sweep checks on every tenth draw (the extrapolation takes a minute
 where the Taylor flow takes a second).
 
@@ -17,6 +17,7 @@ Used by the property test in ``test_estimates.py`` (a few draws) and by the swee
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -30,6 +31,7 @@ from property_tests import independent
 from verify import witness
 from verify.blocks import gaussian_blocks
 from verify.errors import IntegrationError
+from verify.flow import flow
 
 TRUTH_DIGITS = 30
 TRUTH_SECONDS = 60.0  # a truth that takes longer is given up (counted as "no truth")
@@ -79,14 +81,13 @@ def draw(seed: int) -> Draw:
 
 
 def problem(dr: Draw):
-    blocks = gaussian_blocks(dr.seed, dr.shape[2])
+    """The draw's blocks (Gaussian, with its causal mask) and inputs."""
+    blocks = tuple(dataclasses.replace(b, causal=dr.causal) for b in gaussian_blocks(dr.seed, dr.shape[2]))
     X = np.random.default_rng(dr.seed + 1).normal(size=dr.shape) * dr.scale
     return blocks, X
 
 
 def _witness_doc(dr: Draw, blocks, X, Y) -> dict:
-    import dataclasses
-    blocks = tuple(dataclasses.replace(b, causal=dr.causal) for b in blocks)
     tol = TOLERANCE * max(1.0, float(np.max(np.abs(Y))))
     return witness.make(blocks, X, Y, dr.depth, list(dr.steps), tol)
 
@@ -95,12 +96,8 @@ def truth(dr: Draw, blocks, X, independent_flow: bool = True) -> np.ndarray:
     """The image at TRUTH_DIGITS digits (an object array of mpmath numbers)."""
     mats = [(b.Q, b.K, b.V) for b in blocks]
     if dr.depth == "continuous" and not independent_flow:
-        import dataclasses
-
-        from verify.flow import flow
-        causal = tuple(dataclasses.replace(b, causal=dr.causal) for b in blocks)
         for digits in (TRUTH_DIGITS, 2 * TRUTH_DIGITS):  # a chaotic flow needs more: its own estimate says so
-            res = flow(causal, list(dr.steps), X, dps=digits, propagate=True, deadline=time.perf_counter() + TRUTH_SECONDS)
+            res = flow(blocks, list(dr.steps), X, dps=digits, propagate=True, deadline=time.perf_counter() + TRUTH_SECONDS)
             if res.error_estimate <= 1e-20 * max(1.0, float(np.max(np.abs(np.asarray(res.end, dtype=float))))):
                 return np.vectorize(lambda v: mpmath.mpf(str(v)), otypes=[object])(res.end)
         raise ArithmeticError(f"the flow is too sensitive for a truth at {2 * TRUTH_DIGITS} digits "

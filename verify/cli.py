@@ -22,7 +22,7 @@ import numpy as np
 from . import appendix, certify, datafiles, invariants, rank, report, selfcheck, summary, validate, witness
 from .blocks import gaussian_blocks
 from .errors import InputError, VerifyError
-from .files import Limits, create_exclusive, load_json, replace_file
+from .files import Limits, check_creatable, create_exclusive, load_json, replace_file
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 CERTIFY_SECONDS = 600.0  # check --certify gives up (UNDECIDED) after ten minutes
@@ -319,7 +319,7 @@ def _rank(args: argparse.Namespace) -> int:
     X = datafiles.load_collection(args.inputs, limits=_limits(args))
     blocks = _blocks_from(args, X.shape[2])
     if args.dump:
-        datafiles.ensure_new(args.dump, "--dump", ".npz")  # np.savez would add the suffix and miss the check
+        check_creatable(args.dump, "--dump", ".npz")  # np.savez would add the suffix and miss the check
     res = rank.analyse(blocks, X, max_degree=args.max_degree, dps=args.dps)
     M = res.pop("matrix")
     out = {k: res[k] for k in ("dimension", "rank", "expected_rank", "min_degree", "counting_degree", "max_degree",
@@ -382,7 +382,7 @@ def _interpolate(args: argparse.Namespace) -> int:
     if not (np.isfinite(args.prune) and args.prune >= 0):
         raise InputError(f"--prune must be a number of seconds >= 0 (0: no pruning), got {args.prune}")
     if args.out:
-        datafiles.ensure_new(args.out)  # before the search, not after it
+        check_creatable(args.out)  # before the search, not after it
     settings = solver.Settings(
         tolerance=args.tolerance, depth=args.depth, method=args.method, seed=args.search_seed,
         time_budget=args.time_budget, prune=args.prune, **({"max_depth": args.max_depth} if args.max_depth else {}),

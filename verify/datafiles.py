@@ -29,17 +29,9 @@ import numpy as np
 from . import validate
 from .blocks import Block
 from .errors import InputError
-from .files import DEFAULT_LIMITS, Limits, check_creatable, load_json, parse_json, read_bytes
+from .files import DEFAULT_LIMITS, Limits, load_json, parse_json, read_bytes
 
 COLLECTION_KEYS = {"inputs": ("inputs", "X"), "targets": ("targets", "Y")}  # the names each role is read from
-
-
-def ensure_new(path: str | Path, option: str = "--out", suffix: str | None = None) -> Path:
-    """Refuse to write over an existing file or link (nothing a user has is overwritten), into a
-    directory that does not exist, or (``suffix``) under another suffix: checked before the work,
-    so that a path that cannot be written is refused at once rather than after the search
-    (:func:`verify.files.check_creatable`; the file itself is then created exclusively)."""
-    return check_creatable(path, option, suffix)
 
 
 def output_directory(path: str | Path, option: str = "--out") -> Path:

@@ -224,7 +224,7 @@ def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, de
     N, n, d = X.shape
     p = taylor_order(tol)
     basis = basis_directions(xp, n, d, X) if sensitivities else None
-    estimate, count = 0.0, 0
+    count = 0
     step_jacobians, end_fields, local, taylor_jacobians = [], [], [], []
     scale0 = _maxabs(xp, X)
     unit_basis = basis_directions(namespace("numpy"), n, d) if propagate else None
