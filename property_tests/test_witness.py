@@ -192,3 +192,23 @@ def test_the_enclosure_contains_the_exact_image(seed, depth, causal):
     with precision(50):
         assert all(b.contains(flint.arb(str(y))) for b, y in zip(ball.end.ravel(), exact.ravel(), strict=True))
     assert ball.width < 1e-15
+
+
+@settings(max_examples=3, deadline=None)
+@given(seed=st.integers(0, 2**16), causal=st.booleans(), scale=st.sampled_from([1.0, 3.0]))
+def test_the_flow_enclosure_contains_the_image_on_harder_draws(seed, causal, scale):
+    """The mean-value step on two sequences (block-diagonal Jacobians), states up to |x| ~ 10
+    and durations up to 1, with a tolerance so that the remainders take their share of it:
+    every ball still contains the 50-digit image, and the width stays below the tolerance."""
+    import flint
+
+    from verify import enclosure
+
+    rng = np.random.default_rng(seed)
+    blocks = tuple(dataclasses.replace(b, causal=causal) for b in gaussian_blocks(seed, 2))
+    X = scale * rng.normal(size=(2, 2, 2))
+    steps = [(k % 2, float(rng.uniform(-1.0, 1.0)) / scale) for k in range(4)]
+    ball, exact = enclosure.enclose_flow(blocks, steps, X, tolerance=1e-8), flow(blocks, steps, X, dps=50).end
+    with precision(50):
+        assert all(b.contains(flint.arb(str(y))) for b, y in zip(ball.end.ravel(), exact.ravel(), strict=True))
+    assert ball.width < 1e-8

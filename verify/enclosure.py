@@ -18,14 +18,20 @@ enclosing the state:
    :mod:`verify.taylor`, evaluated on balls, so enclosing it for every point of Z).  Then the
    solution from every point of X stays in B over [0, h].  B is sought by inflating the left
    side a few times; where none is found the step is halved.
-2. *The step*: X(h) in sum_{k<=p} X_k(X) h^k + h^(p+1) X_(p+1)(B), the remainder in Lagrange
-   form, component by component (the (p+1)-th derivative of each coordinate at a point of
-   [0, h] is (p+1)! times the (p+1)-th coefficient of the trajectory through the state there,
-   which lies in B).
+2. *The remainder*: R = h^(p+1) X_(p+1)(B), the Lagrange remainder component by component
+   (the (p+1)-th derivative of each coordinate at a point of [0, h] is (p+1)! times the
+   (p+1)-th coefficient of the trajectory through the state there, which lies in B).  The
+   interval coefficients of order p + 1 over B overestimate by about a factor 10 per order
+   (measured), which is what limits the step.
+3. *The step in mean-value form* (Lohner 1987, without his QR factors): with c the balls'
+   midpoints and T(x) = sum_{k<=p} X_k(x) h^k the Taylor map,
 
-The balls are evaluated directly (no Lohner QR or Taylor models), so the width grows with the
-wrapping of each step; where it grows past the tolerance the verdict is UNDECIDED with the
-width, and a finer arithmetic cannot help: that needs a Lohner-type representation.
+       X(h) in T(c) + J (X - c) + R,    J = DT over the balls X,
+
+   T(c) from the coefficients at the point c, J from their tangents (forward-mode, the
+   recurrences of :mod:`verify.taylor` differentiated) evaluated on the balls.  Evaluating T
+   on the balls directly wraps: its width grew about 1.5x per step (1e-30 to 1e-15 in 90
+   steps), whereas here a width grows only as the flow's Jacobian and |J| stretch it.
 
 Verdicts (:func:`verdict`): CERTIFIED when every ball of image - target lies within the
 tolerance, FAIL when one lies wholly outside, UNDECIDED otherwise (with the width).
@@ -54,6 +60,7 @@ from typing import Any
 
 import numpy as np
 
+from .attention import basis_directions, columns_to_jacobians
 from .backend import namespace, precision
 from .blocks import Block
 from .certify import _up
@@ -62,11 +69,12 @@ from .flow import _lognorms, _step_size
 from .network import _apply
 from .taylor import coefficients, evaluate
 
-ORDER = 20  # Taylor order of the validated steps (the a-priori box needs one more)
+ORDER = 14  # Taylor order of the validated steps (the a-priori box needs one more); 14 was fastest of 8-28
 DIGITS = 30  # Arb's working precision: the widths come from wrapping, not from the digits
 INFLATIONS = 6  # tries at an a-priori box before the step is halved
 MAX_STEPS = 20_000  # validated Taylor steps over the whole control
 REMAINDER_DIGITS = 10  # a step's remainder may add 10^(10 - digits) max(1, |x|): well above the rounding
+SHARE = 1e-3  # of the tolerance, for all the remainders together (before the flow amplifies them)
 
 
 @dataclass(frozen=True)
@@ -111,12 +119,12 @@ def _inside(inner: np.ndarray, outer: np.ndarray) -> bool:
     return all(o.contains_interior(i) for i, o in zip(inner.ravel(), outer.ravel(), strict=True))
 
 
-def _step(block: Block, Xk: list, h: Fraction, sign: int, eps: float) -> tuple[np.ndarray | None, Fraction]:
-    """One validated Taylor step of length h (an exact rational: the steps must add up to the
-    duration exactly) from the balls X whose Taylor coefficients (in balls) are ``Xk``: (the
-    balls at h, h), or (None, a shorter h to try) where no a-priori box was found or the
-    remainder, evaluated over the box (interval Taylor coefficients of order p + 1 overestimate
-    badly), exceeds ``eps``."""
+def _remainder(block: Block, Xk: list, h: Fraction, sign: int, eps: float) -> tuple[np.ndarray | None, Fraction]:
+    """The Lagrange remainder of one validated Taylor step of length h (an exact rational: the
+    steps must add up to the duration exactly) from the balls X whose Taylor coefficients (in
+    balls) are ``Xk``: (the remainder's balls, h), or (None, a shorter h to try) where no
+    a-priori box was found or the remainder, evaluated over the box (interval Taylor
+    coefficients of order p + 1 overestimate badly), exceeds ``eps``."""
     import flint
 
     up = float(np.nextafter(float(h), np.inf))
@@ -133,7 +141,7 @@ def _step(block: Block, Xk: list, h: Fraction, sign: int, eps: float) -> tuple[n
             worst = max(float(abs(r).upper()) for r in remainder.ravel())
             if worst > eps:  # the remainder's h^(p+1) falls fast: shrink to meet eps, at least halving
                 return None, _shorter(h, min(0.5, max(1 / 16, 0.9 * (eps / worst) ** (1 / (ORDER + 1)))))
-            return evaluate(Xk, t) + remainder, h
+            return remainder, h
         B = _inflate(candidate)
     return None, _shorter(h, 0.5)
 
@@ -143,48 +151,63 @@ def _shorter(h: Fraction, factor: float) -> Fraction:
     return Fraction(float(h) * factor)
 
 
+def _centre(X: np.ndarray) -> np.ndarray:
+    """The balls' midpoints as exact balls."""
+    import flint
+
+    return np.vectorize(lambda z: flint.arb(z.mid()), otypes=[object])(X)
+
+
 def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X: Any, digits: int = DIGITS,
-                 max_steps: int = MAX_STEPS, deadline: float = math.inf, tolerance: float | None = None) -> Enclosure:
+                 max_steps: int = MAX_STEPS, deadline: float = math.inf, tolerance: float | None = None,
+                 share: float = SHARE) -> Enclosure:
     """The flow's image in balls (see the module docstring).  Durations that are not binary
     floats (decimal strings) are integrated to the float nearest them and the rest, a ball of
     at most a unit of the working precision, is covered by one more validated step over it.
 
     Each step's remainder may add 10^(10 - digits) max(1, |x|) or, with ``tolerance`` (the
-    width the enclosure is for), the larger 1e-6 tolerance h / (total duration): its share of a
-    millionth of the tolerance (the balls' wrapping amplifies it: at 1e-3 a 5-step control's
-    width reached 0.7 of a 1e-8 tolerance), so that longer steps are taken where the claim
-    allows them; the remainder falls like h^22, so a thousandfold stricter share costs 1.4x
-    more steps."""
+    width the enclosure is for), the larger share tolerance h / (total duration): the
+    remainders together take ``share`` of the tolerance before the flow amplifies them (the
+    mean-value form carries them with the flow's true Jacobians); the remainder falls like
+    h^21, so a thousandfold smaller share costs 1.4x more steps."""
     import flint
 
     count = 0
     total = sum(abs(float(_arb(t).mid())) for _, t in control) or 1.0
-    rate = 0.0 if tolerance is None else 1e-6 * tolerance / total  # remainder allowed per unit of duration
+    rate = 0.0 if tolerance is None else share * tolerance / total  # remainder allowed per unit of duration
     with precision(digits):
-        Xb = namespace("arb").asarray(X)
+        xp = namespace("arb")
+        Xb = xp.asarray(X)
+        N, n, d = Xb.shape
+        U = basis_directions(xp, n, d)
         for b, tau in control:
             exact = _arb(tau)
             f = float(exact.mid())
             sign = 1 if f >= 0 else -1
             left = Fraction(abs(f))  # exact: the steps add up to the duration without rounding
-            last = math.inf  # the last step taken: the next tries at most twice as long
+            last = math.inf  # the last step taken: the next tries at most a quarter longer
             while left > 0:
-                mid = np.vectorize(lambda z: float(z.mid()), otypes=[float])(Xb)
+                c = _centre(Xb)
+                mid = np.vectorize(float, otypes=[float])(c)
                 logs = _lognorms(coefficients(blocks[b], mid, ORDER)[0])
-                h = min(left, Fraction(min(2 * last, float(_step_size(logs, ORDER, math.log(1e-18) + max(0.0, logs[0]))))))
+                h = min(left, Fraction(min(1.25 * last, float(_step_size(logs, ORDER, math.log(1e-18) + max(0.0, logs[0]))))))
                 floor = 10.0 ** (REMAINDER_DIGITS - digits) * max(1.0, float(np.max(np.abs(mid))))
-                Xk, _ = coefficients(blocks[b], Xb, ORDER)  # in balls, once for every h tried from here
+                Xk, dXk = coefficients(blocks[b], Xb, ORDER, U=U)  # over the balls, once for every h tried
                 while True:
-                    nxt, h = _step(blocks[b], Xk, h, sign, max(floor, rate * float(h)))
-                    if nxt is not None:
+                    remainder, h = _remainder(blocks[b], Xk, h, sign, max(floor, rate * float(h)))
+                    if remainder is not None:
                         break
                     if h < 1e-12 * max(1.0, abs(f)):
                         raise IntegrationError(f"no a-priori enclosure for a step of block {b} (duration {f:g}) "
                                                f"after {count} validated steps; the balls are too wide")
-                Xb, left, count, last = nxt, left - h, count + 1, float(h)
+                t = sign * flint.arb(h.numerator) / h.denominator
+                J = columns_to_jacobians(xp, evaluate(dXk, t))  # D T over the balls, per sequence (N, nd, nd)
+                spread = xp.matmul(J, xp.reshape(Xb - c, (N, n * d, 1)))
+                Xb = evaluate(coefficients(blocks[b], c, ORDER)[0], t) + remainder + xp.reshape(spread, (N, n, d))
+                left, count, last = left - h, count + 1, float(h)
                 if count > max_steps or time.perf_counter() > deadline:
                     raise IntegrationError(f"the validated flow stopped after {count} Taylor steps (cap {max_steps} "
-                                           "or the deadline); the control is too long for plain balls")
+                                           "or the deadline); the control is too long for this enclosure")
             rest = exact - flint.arb(f)  # a decimal duration's distance from its float (a ball)
             if not rest.is_zero():
                 Xb = _rest(blocks[b], Xb, rest)

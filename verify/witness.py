@@ -399,7 +399,9 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf) -
     image - target lies within the tolerance, FAIL when one lies wholly outside, UNDECIDED
     otherwise or when no enclosure could be made (``reason``).  The digits escalate through
     CERTIFY_DIGITS (from ``digits`` when given) while the enclosure is undecided and narrowing:
-    the balls of a network from exact inputs are wide only by the rounding they wrap."""
+    the balls of a network from exact inputs are wide only by the rounding they wrap, those of
+    a flow mostly by its Taylor remainders, whose share of the tolerance (SHARE at the first
+    digits) tightens with the digits."""
     from . import enclosure
 
     N, n, d = w.inputs.shape
@@ -415,7 +417,8 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf) -
     for D in levels:
         try:
             if w.depth == "continuous":
-                enc = enclosure.enclose_flow(blocks, list(w.steps), inputs, D, deadline=deadline, tolerance=w.tolerance)
+                enc = enclosure.enclose_flow(blocks, list(w.steps), inputs, D, deadline=deadline, tolerance=w.tolerance,
+                                             share=enclosure.SHARE ** (D / CERTIFY_DIGITS[0]))
             else:
                 enc = enclosure.enclose_network(blocks, list(w.steps), inputs, D)
         except IntegrationError as exc:
