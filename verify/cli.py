@@ -199,7 +199,7 @@ def _head(verdict: dict[str, Any]) -> str:
 
 def _certify(w: witness.Witness, args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    verdict = witness.certify(w, args.dps, deadline=t0 + CERTIFY_SECONDS)
+    verdict = witness.certify(w, args.dps, deadline=t0 + CERTIFY_SECONDS, existence=True)
     if args.json:
         print(report.dumps(verdict), end="")
     else:
@@ -210,6 +210,11 @@ def _certify(w: witness.Witness, args: argparse.Namespace) -> int:
             print(f"{head}: max |image - target| <= {verdict['error_upper']:.3e} (enclosure width "
                   f"{verdict['width']:.1e}, {verdict['validated_steps']} validated Taylor steps), tolerance = "
                   f"{verdict['tolerance']:.3e} ({time.perf_counter() - t0:.1f} s)")
+        if "existence" in verdict:
+            e = verdict["existence"]
+            print(f"  exact solution: durations within {e['radius']:.1e} of steps {e['free_steps']} (the rest as "
+                  "written) map the inputs exactly onto the targets (Krawczyk, proved in Arb)" if e["certified"]
+                  else f"  exact solution: not proved ({e['reason']})")
     return EXIT_OK if verdict["certified"] else EXIT_FAIL
 
 

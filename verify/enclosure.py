@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from .attention import basis_directions, columns_to_jacobians
+from .attention import basis_directions, columns_to_jacobians, field, jacobian
 from .backend import namespace, precision
 from .blocks import Block
 from .certify import _up
@@ -80,11 +80,13 @@ SHARE = 1e-3  # of the tolerance, for all the remainders together (before the fl
 @dataclass(frozen=True)
 class Enclosure:
     """``end``: object array of ``flint.arb`` balls enclosing the image (the inputs' shape);
-    ``width``: the largest radius; ``steps``: validated Taylor steps (0 for networks)."""
+    ``width``: the largest radius; ``steps``: validated Taylor steps (0 for networks);
+    ``d_free``: with free durations, the balls of d image / d tau_j (shape (free, N, n, d))."""
 
     end: np.ndarray
     width: float
     steps: int
+    d_free: np.ndarray | None = None
 
 
 def _arb(v: Any) -> Any:
@@ -119,31 +121,47 @@ def _inside(inner: np.ndarray, outer: np.ndarray) -> bool:
     return all(o.contains_interior(i) for i, o in zip(inner.ravel(), outer.ravel(), strict=True))
 
 
-def _remainder(block: Block, Xk: list, h: Fraction, sign: int, eps: float) -> tuple[np.ndarray | None, Fraction]:
+def _remainder(block: Block, Xk: list, h: Fraction, sign: int, eps: float,
+               dXk: list | None = None) -> tuple[Any, Any, Fraction]:
     """The Lagrange remainder of one validated Taylor step of length h (an exact rational: the
     steps must add up to the duration exactly) from the balls X whose Taylor coefficients (in
-    balls) are ``Xk``: (the remainder's balls, h), or (None, a shorter h to try) where no
-    a-priori box was found or the remainder, evaluated over the box (interval Taylor
-    coefficients of order p + 1 overestimate badly), exceeds ``eps``."""
+    balls) are ``Xk``: (the remainder's balls, the tangents' remainder, h), or (None, None, a
+    shorter h to try) where no a-priori box was found or the remainder, evaluated over the box
+    (interval Taylor coefficients of order p + 1 overestimate badly), exceeds ``eps``.
+
+    With the tangent coefficients ``dXk`` in the unit directions, also the remainder of the
+    variational equation W' = DF(x) W, W(0) = I, from an a-priori box B_W for W found the same
+    way given B (the pair of boxes is one for the system (x, W)); otherwise that item is None."""
     import flint
 
     up = float(np.nextafter(float(h), np.inf))
     T = flint.arb(sign * up / 2, up / 2)  # covers [0, h] with the step's sign
+    t = sign * flint.arb(h.numerator) / h.denominator  # h exactly (a ball where it is not binary)
     B = _inflate(evaluate(Xk, T))
     for _ in range(INFLATIONS):
         top = coefficients(block, B, ORDER + 1)[0][ORDER + 1]
         candidate = evaluate(Xk, T) + T ** (ORDER + 1) * top
         if not all(c.is_finite() for c in candidate.ravel()):
-            return None, _shorter(h, 0.5)
+            break
         if _inside(candidate, B):
-            t = sign * flint.arb(h.numerator) / h.denominator  # h exactly (a ball where it is not binary)
             remainder = t ** (ORDER + 1) * top
             worst = max(float(abs(r).upper()) for r in remainder.ravel())
             if worst > eps:  # the remainder's h^(p+1) falls fast: shrink to meet eps, at least halving
-                return None, _shorter(h, min(0.5, max(1 / 16, 0.9 * (eps / worst) ** (1 / (ORDER + 1)))))
-            return remainder, h
+                return None, None, _shorter(h, min(0.5, max(1 / 16, 0.9 * (eps / worst) ** (1 / (ORDER + 1)))))
+            if dXk is None:
+                return remainder, None, h
+            BW = _inflate(evaluate(dXk, T))
+            for _ in range(INFLATIONS):
+                topW = coefficients(block, B, ORDER + 1, U=BW)[1][ORDER + 1]
+                candidate = evaluate(dXk, T) + T ** (ORDER + 1) * topW
+                if not all(c.is_finite() for c in candidate.ravel()):
+                    break
+                if _inside(candidate, BW):
+                    return remainder, t ** (ORDER + 1) * topW, h
+                BW = _inflate(candidate)
+            break
         B = _inflate(candidate)
-    return None, _shorter(h, 0.5)
+    return None, None, _shorter(h, 0.5)
 
 
 def _shorter(h: Fraction, factor: float) -> Fraction:
@@ -160,7 +178,7 @@ def _centre(X: np.ndarray) -> np.ndarray:
 
 def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X: Any, digits: int = DIGITS,
                  max_steps: int = MAX_STEPS, deadline: float = math.inf, tolerance: float | None = None,
-                 share: float = SHARE) -> Enclosure:
+                 share: float = SHARE, free: Sequence[int] = (), radius: float = 0.0) -> Enclosure:
     """The flow's image in balls (see the module docstring).  Durations that are not binary
     floats (decimal strings) are integrated to the float nearest them and the rest, a ball of
     at most a unit of the working precision, is covered by one more validated step over it.
@@ -169,18 +187,27 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
     width the enclosure is for), the larger share tolerance h / (total duration): the
     remainders together take ``share`` of the tolerance before the flow amplifies them (the
     mean-value form carries them with the flow's true Jacobians); the remainder falls like
-    h^21, so a thousandfold smaller share costs 1.4x more steps."""
+    h^15, so a thousandfold smaller share costs 1.6x more steps.
+
+    With ``free`` step indices and a ``radius`` r, every free duration may lie anywhere within
+    r of the one written (each is integrated as written, then continued over [-r, r]), the
+    balls enclose the image for every such choice, and ``d_free`` encloses the derivative of
+    the image with respect to the free durations there: V_j = W_(K<-j) F_(b_j)(x_j), carried
+    step by step as V <- W V with W the flow's Jacobian over the balls (the tangents' Taylor
+    map and its remainder), plus F_(b_j)(x_j) in column j at the end of step j."""
     import flint
 
     count = 0
     total = sum(abs(float(_arb(t).mid())) for _, t in control) or 1.0
     rate = 0.0 if tolerance is None else share * tolerance / total  # remainder allowed per unit of duration
+    column = {int(k): j for j, k in enumerate(free)}
     with precision(digits):
         xp = namespace("arb")
         Xb = xp.asarray(X)
         N, n, d = Xb.shape
         U = basis_directions(xp, n, d)
-        for b, tau in control:
+        V = xp.zeros((len(column), N, n * d, 1)) if column else None
+        for k, (b, tau) in enumerate(control):
             exact = _arb(tau)
             f = float(exact.mid())
             sign = 1 if f >= 0 else -1
@@ -194,7 +221,8 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                 floor = 10.0 ** (REMAINDER_DIGITS - digits) * max(1.0, float(np.max(np.abs(mid))))
                 Xk, dXk = coefficients(blocks[b], Xb, ORDER, U=U)  # over the balls, once for every h tried
                 while True:
-                    remainder, h = _remainder(blocks[b], Xk, h, sign, max(floor, rate * float(h)))
+                    remainder, tangent_rest, h = _remainder(blocks[b], Xk, h, sign, max(floor, rate * float(h)),
+                                                            dXk if column else None)
                     if remainder is not None:
                         break
                     if h < 1e-12 * max(1.0, abs(f)):
@@ -204,28 +232,44 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                 J = columns_to_jacobians(xp, evaluate(dXk, t))  # D T over the balls, per sequence (N, nd, nd)
                 spread = xp.matmul(J, xp.reshape(Xb - c, (N, n * d, 1)))
                 Xb = evaluate(coefficients(blocks[b], c, ORDER)[0], t) + remainder + xp.reshape(spread, (N, n, d))
+                if column:  # the flow's Jacobian: the Taylor map's plus the variational remainder
+                    V = xp.matmul(J + columns_to_jacobians(xp, tangent_rest), V)
                 left, count, last = left - h, count + 1, float(h)
                 if count > max_steps or time.perf_counter() > deadline:
                     raise IntegrationError(f"the validated flow stopped after {count} Taylor steps (cap {max_steps} "
                                            "or the deadline); the control is too long for this enclosure")
             rest = exact - flint.arb(f)  # a decimal duration's distance from its float (a ball)
+            if k in column:
+                rest = rest + flint.arb(0, radius)
             if not rest.is_zero():
-                Xb = _rest(blocks[b], Xb, rest)
-        return Enclosure(end=Xb, width=_radius(Xb), steps=count)
+                Xb, growth = _continue(blocks[b], Xb, rest)
+                if column:  # W in I + growth [-1, 1]: |(W - I) V| <= growth sum |V| per sequence
+                    size = np.vectorize(abs, otypes=[object])(V).sum(axis=2, keepdims=True)
+                    V = V + np.vectorize(lambda a, g=growth: flint.arb(0, (g * a).upper()), otypes=[object])(size)
+            if k in column:
+                V[column[k]] = V[column[k]] + xp.reshape(field(blocks[b], Xb), (N, n * d, 1))
+        d_free = None if V is None else xp.reshape(V, (len(column), N, n, d))
+        return Enclosure(end=Xb, width=_radius(Xb), steps=count, d_free=d_free)
 
 
-def _rest(block: Block, X: np.ndarray, rest: Any) -> np.ndarray:
-    """X moved by a duration known only as a tiny ball ``rest``: the first-order enclosure
-    X + rest F(B) with B an a-priori box for |t| <= |rest|."""
+def _continue(block: Block, X: np.ndarray, rest: Any) -> tuple[np.ndarray, Any]:
+    """X moved by a short duration known only as a ball ``rest``: the first-order enclosure
+    X + rest F(B) with B an a-priori box for |t| <= |rest|; and g >= e^(L |rest|) - 1 (an exact
+    ball), L the
+    largest row sum of |DF| over B, which bounds every entry of W - I for the flow's Jacobian
+    W over that time (Gronwall)."""
     import flint
 
-    T = flint.arb(0, _up(abs(rest).upper()))  # rounded up: the box must cover every |t| <= |rest|
+    span = _up(abs(rest).upper())  # rounded up: the box must cover every |t| <= |rest|
+    T = flint.arb(0, span)
     B = _inflate(X)
     for _ in range(INFLATIONS):
         F = coefficients(block, B, 1)[0][1]  # the field over the box
         candidate = X + T * F
         if _inside(candidate, B):
-            return X + rest * F
+            rows = np.vectorize(abs, otypes=[object])(jacobian(block, B)).sum(axis=2)
+            L = max((r.upper() for r in rows.ravel()), default=flint.arb(0).upper())
+            return X + rest * F, flint.arb(((flint.arb(L) * span).exp() - 1).upper())
         B = _inflate(candidate)
     raise IntegrationError("no enclosure for the part of a duration that is not a binary float")
 

@@ -1,4 +1,5 @@
-"""Krawczyk certificate: an exact interpolating set of step sizes exists in an explicit box.
+"""Krawczyk certificate: an exact interpolating set of step sizes (networks, :func:`certify_network`)
+or durations (controls, :func:`certify_control`) exists in an explicit box.
 
 For a network of L layers (b_l, h_l) that maps X onto Y up to rounding, fix all layers but a
 set S of m = N n d "free" ones (chosen by pivoted QR on the step Jacobian, so that the square
@@ -32,17 +33,23 @@ exactly onto Y.  Otherwise nothing is claimed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from . import enclosure
 from .backend import namespace, precision
 from .blocks import Block
 from .certify import select_columns
+from .errors import IntegrationError
+from .flow import flow
 from .network import _apply, apply
 
 DIGITS = (50, 100, 200, 400)  # tried in turn: see certify_network
+RADIUS_FACTOR = 4  # a control's box: 4 |R G(c)|, so K(B) fits when I - R G'(B) contracts by 3/4; G' widens with r
+CENTRE_SHARE = 1e-6  # of the tolerance, for the remainders of the centre's enclosure (verify.enclosure.SHARE)
 SINGULAR = "the Jacobian of the free steps is singular in float64; choose other free layers or a deeper network"
 
 
@@ -163,4 +170,84 @@ def _certify(blocks, layers, X, Y, free, digits, radius, centre_shift) -> dict[s
         "newton_step_upper": newton,
         "jacobian_width": width,
         "reason": "" if ok else "K(B) is not inside the box: the box is wrong or too wide for the enclosures",
+    }
+
+
+def free_steps(blocks: Sequence[Block], steps: Sequence[tuple[int, Any]], X: np.ndarray) -> list[int]:
+    """m = N n d step indices of a control whose duration columns are the best conditioned
+    (pivoted QR on the float64 derivative of the end point with respect to the durations)."""
+    D = flow(blocks, [(b, float(t)) for b, t in steps], np.asarray(X, dtype=float), sensitivities=True).d_durations
+    return select_columns(D / np.maximum(np.linalg.norm(D, axis=0), 1e-300), X.size)
+
+
+def certify_control(
+    blocks: Sequence[Block],
+    steps: Sequence[tuple[int, Any]],
+    X: np.ndarray,
+    Y: np.ndarray,
+    *,
+    tolerance: float | None = None,
+    centre: Any = None,
+    radius: float | None = None,
+    digits: int = enclosure.DIGITS,
+    deadline: float = math.inf,
+) -> dict[str, Any]:
+    """Try to prove that exact durations near the control's map X exactly onto Y.
+
+    X and Y are float arrays or object arrays of floats and decimal strings (exact in the
+    enclosures).  The continuous analogue of :func:`certify_network`: all durations but m = N n d free ones
+    (:func:`free_steps`) stay as written, G(s) = flow(X; s, fixed durations) - Y, the centre c
+    is the free durations as written, and B = c + [-r, r]^m.  G(c) is enclosed by the validated
+    flow (:func:`verify.enclosure.enclose_flow`; ``centre`` may pass that enclosure, made with
+    the same ``tolerance`` share, to save the pass), and the Jacobian G'(B) by the same flow
+    with the free durations as balls of radius r, carrying the variational equation; R is the
+    float64 inverse of the float64 Jacobian.  If K(B) = c - R G(c) + (I - R G'(B)) (B - c) lies
+    in the interior of B, exactly one s in B has G(s) = 0 (Krawczyk; Moore).  ``radius``
+    defaults to RADIUS_FACTOR |R G(c)| (upper bound).  ``centre``, when given, should be as
+    narrow as CENTRE_SHARE makes it: the box grows with G(c)'s balls.
+    """
+    import flint
+
+    m = X.size
+    base = {"certified": False, "method": "Krawczyk operator on the durations, validated flow in Arb balls",
+            "digits": digits, "steps": len(steps)}
+    if len(steps) < m:
+        return base | {"reason": f"{len(steps)} durations for {m} equations; the Krawczyk test needs at least m"}
+    free = free_steps(blocks, steps, X)
+    D = flow(blocks, [(b, float(t)) for b, t in steps], np.asarray(X, dtype=float),
+             sensitivities=True).d_durations[:, free]
+    try:
+        R = np.linalg.inv(D)
+    except np.linalg.LinAlgError:
+        return base | {"free_steps": free, "reason": "the free durations' Jacobian is singular in float64"}
+    try:
+        if centre is None:  # narrow: the Newton step |R G(c)|, and with it the box, is as small as G(c)'s balls allow
+            centre = enclosure.enclose_flow(blocks, steps, X, digits, tolerance=tolerance, deadline=deadline,
+                                            share=CENTRE_SHARE)
+        with precision(digits):
+            Ra = flint.arb_mat(R.tolist())
+            G = centre.end.ravel() - namespace("arb").asarray(Y).ravel()
+            RG = Ra * flint.arb_mat([[g] for g in G])
+            newton = max(float(abs(RG[i, 0]).upper()) for i in range(m))
+            r = RADIUS_FACTOR * newton if radius is None else float(radius)
+            box = enclosure.enclose_flow(blocks, steps, X, digits, tolerance=tolerance, free=free, radius=r,
+                                         deadline=deadline)
+            DG = flint.arb_mat([[box.d_free[j].ravel()[i] for j in range(m)] for i in range(m)])
+            E = flint.arb_mat(m, m, [int(i == j) for i in range(m) for j in range(m)]) - Ra * DG
+            unit = flint.arb(0, r)
+            reach = max(float(abs(-RG[i, 0] + sum((E[i, j] * unit for j in range(m)), flint.arb(0))).upper())
+                        for i in range(m))
+            contraction = max(float(sum((abs(E[i, j]) for j in range(m)), flint.arb(0)).upper()) for i in range(m))
+    except IntegrationError as exc:
+        return base | {"free_steps": free, "reason": str(exc)}
+    ok = reach < r
+    return base | {
+        "certified": bool(ok),
+        "free_steps": free,
+        "radius": r,
+        "K_reach_over_radius": reach / r,
+        "contraction_upper": contraction,
+        "newton_step_upper": newton,
+        "validated_steps": box.steps,
+        "reason": "" if ok else "K(B) is not inside the box: the enclosures are too wide for this radius",
     }

@@ -394,14 +394,18 @@ def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
 CERTIFY_DIGITS = (30, 60, 120, 200)  # Arb precisions tried in turn: plain balls widen with the rounding they wrap
 
 
-def certify(w: Witness, digits: int | None = None, deadline: float = math.inf) -> dict[str, Any]:
+def certify(w: Witness, digits: int | None = None, deadline: float = math.inf, existence: bool = False) -> dict[str, Any]:
     """Replay in Arb ball arithmetic (:mod:`verify.enclosure`): CERTIFIED when every ball of
     image - target lies within the tolerance, FAIL when one lies wholly outside, UNDECIDED
     otherwise or when no enclosure could be made (``reason``).  The digits escalate through
     CERTIFY_DIGITS (from ``digits`` when given) while the enclosure is undecided and narrowing:
     the balls of a network from exact inputs are wide only by the rounding they wrap, those of
     a flow mostly by its Taylor remainders, whose share of the tolerance (SHARE at the first
-    digits) tightens with the digits."""
+    digits) tightens with the digits.
+
+    With ``existence``, a continuous witness that is not refuted also gets ``existence``: the
+    Krawczyk test of :func:`verify.krawczyk.certify_control` (exact durations near the free
+    ones map the inputs exactly onto the targets), within the same deadline."""
     from . import enclosure
 
     N, n, d = w.inputs.shape
@@ -413,7 +417,7 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf) -
     blocks = w.blocks_at()  # binary64 entries, exactly
     inputs = np.array(w.inputs, dtype=object)  # floats exactly, decimal strings enclosed by Arb
     levels = [D for D in CERTIFY_DIGITS if digits is None or D >= digits] or [digits]
-    result, width = None, math.inf
+    result, width, enc = None, math.inf, None
     for D in levels:
         try:
             if w.depth == "continuous":
@@ -431,4 +435,9 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf) -
         if result["verdict"] != "UNDECIDED" or not enc.width < width / 10:
             break
         width = enc.width
+    if existence and w.depth == "continuous" and enc is not None and result["verdict"] != "FAIL":
+        from . import krawczyk
+
+        result["existence"] = krawczyk.certify_control(blocks, list(w.steps), inputs, w.targets, tolerance=w.tolerance,
+                                                       digits=D, deadline=deadline)
     return result

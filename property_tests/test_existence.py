@@ -1,0 +1,63 @@
+"""The Krawczyk existence proof for continuous controls (verify.krawczyk.certify_control),
+held against an independent solution: Newton's method on the free durations at 50 digits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from verify.blocks import gaussian_blocks
+from verify.flow import flow
+from verify.krawczyk import certify_control
+
+STEPS = [(0, 0.5), (1, -0.3), (0, 0.4), (1, 0.6), (0, -0.2), (1, 0.35)]
+
+
+def _problem(seed: int, causal: bool = False):
+    blocks = gaussian_blocks(seed, 2, causal=causal)
+    X = np.random.default_rng(seed).normal(size=(1, 2, 2))
+    Y = flow(blocks, STEPS, X, dps=40).end.astype(float)  # the image, rounded: G(c) ~ 1e-16
+    return blocks, X, Y
+
+
+def _newton(blocks, X, Y, free, digits=50):
+    """The exact free durations by Newton's method at ``digits`` digits (float64 solves, mp residuals)."""
+    import mpmath
+
+    steps = [(b, repr(t)) for b, t in STEPS]  # decimal strings: exact at any precision
+    for _ in range(6):
+        res = flow(blocks, steps, X, dps=digits, sensitivities=True)
+        G = (res.end - Y).ravel()
+        delta = np.linalg.solve(res.d_durations[:, free].astype(float), G.astype(float))
+        with mpmath.workdps(digits + 10):
+            for k, i in enumerate(free):
+                steps[i] = (steps[i][0], mpmath.nstr(mpmath.mpf(steps[i][1]) - float(delta[k]), digits + 5))
+    residual = float(max(abs(g) for g in (flow(blocks, steps, X, dps=digits).end - Y).ravel()))
+    return steps, residual
+
+
+@pytest.mark.parametrize("seed,causal", [(0, False), (1, True)])
+def test_the_exact_durations_lie_in_the_certified_box(seed, causal):
+    blocks, X, Y = _problem(seed, causal)
+    cert = certify_control(blocks, STEPS, X, Y, tolerance=1e-10)
+    assert cert["certified"], cert["reason"]
+    exact, residual = _newton(blocks, X, Y, cert["free_steps"])
+    assert residual < 1e-35
+    offsets = [abs(float(exact[i][1]) - STEPS[i][1]) for i in cert["free_steps"]]
+    assert max(offsets) <= cert["radius"]
+    assert cert["contraction_upper"] < 1
+
+
+def test_a_box_smaller_than_the_newton_step_is_refused():
+    blocks, X, Y = _problem(0)
+    Y = Y + 1e-9  # the exact durations move by about |R| 1e-9
+    cert = certify_control(blocks, STEPS, X, Y, tolerance=1e-8)
+    assert cert["certified"]
+    small = certify_control(blocks, STEPS, X, Y, tolerance=1e-8, radius=cert["newton_step_upper"] / 10)
+    assert not small["certified"] and "not inside" in small["reason"]
+
+
+def test_too_few_durations_are_refused():
+    blocks, X, Y = _problem(0)
+    cert = certify_control(blocks, STEPS[:3], X, Y)
+    assert not cert["certified"] and "at least m" in cert["reason"]
