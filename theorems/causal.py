@@ -61,8 +61,10 @@ EPS = 2.0**-52
 
 PROFILES = {
     "quick": dict(shape=(2, 2, 2), generic=(3, 2, 2), prefix=(2, 3, 2), solve=(1, 2, 2), budget=120.0, starts=16),
-    "standard": dict(shape=(2, 2, 2), generic=(3, 3, 2), prefix=(3, 3, 2), solve=(2, 2, 2), budget=300.0, starts=16),
-    "paper": dict(shape=(2, 3, 2), generic=(4, 3, 2), prefix=(3, 4, 2), solve=(2, 3, 2), budget=1800.0, starts=32),
+    "standard": dict(shape=(2, 2, 2), generic=(3, 3, 2), prefix=(3, 3, 2), solve=(2, 2, 2), budget=300.0, starts=16,
+                     existence=True),
+    "paper": dict(shape=(2, 3, 2), generic=(4, 3, 2), prefix=(3, 4, 2), solve=(2, 3, 2), budget=1800.0, starts=32,
+                  existence=True),
 }
 
 
@@ -107,7 +109,7 @@ def run(profile: str, seed: int, progress: Callable[[str], None] | None = None) 
     Xi = collection(seed, p["solve"], "causal solve")
     Y = hidden_control_targets(blocks, Xi, seed, "continuous", steps=2 * Xi.size)
     controls, _ = control_checks("N={},n={},d={},causal".format(*p["solve"]), blocks, Xi, Y, "continuous",
-                                 solver_settings("continuous", seed, p), progress)
+                                 solver_settings("continuous", seed, p), progress, existence=p.get("existence", False))
     out += controls
     out.append(refusal_check(tag, X, causal_targets(seed, X, sign=-1), True, "det G < 0"))
     out.append(refusal_check(f"{p['generic']}", Xg, collection(seed, Xg.shape, "causal unrelated"), True,

@@ -49,8 +49,8 @@ HYPOTHESES = [
 
 PROFILES = {
     "quick": dict(shape=(1, 2, 2), budget=120.0, starts=16, coincident=(1, 3, 2), necessity=(1, 2, 2)),
-    "standard": dict(shape=(2, 2, 2), budget=300.0, starts=16, coincident=(2, 3, 2), necessity=(2, 2, 2)),
-    "paper": dict(shape=(2, 3, 2), budget=1800.0, starts=32, coincident=(2, 3, 2), necessity=(2, 3, 2)),
+    "standard": dict(shape=(2, 2, 2), budget=300.0, starts=16, coincident=(2, 3, 2), necessity=(2, 2, 2), existence=True),
+    "paper": dict(shape=(2, 3, 2), budget=1800.0, starts=32, coincident=(2, 3, 2), necessity=(2, 3, 2), existence=True),
 }
 
 
@@ -67,7 +67,7 @@ def run(profile: str, seed: int, progress: Callable[[str], None] | None = None) 
     out = rank_checks(f"inputs {tag}", blocks, X) + rank_checks(f"targets {tag}", blocks, Y)
     say("T1: constructing a control")
     controls, _ = control_checks(tag, blocks, X, Y, "continuous",
-                                 solver_settings("continuous", seed, p), progress)
+                                 solver_settings("continuous", seed, p), progress, existence=p.get("existence", False))
     out += controls
     say("T1: invariant sets")
     Xc = collection(seed, p["coincident"], "coincident")

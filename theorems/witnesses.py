@@ -8,6 +8,9 @@
   float64 replay against the tolerance, and its replay at 40 digits from the witness file,
   certified when its image enclosed in Arb balls (:func:`verify.witness.certify`, at most
   CERTIFY_SECONDS) lies within the tolerance, failed when the enclosure lies outside it.
+* :func:`existence_check` -- for a certified control (standard and paper profiles), the
+  Krawczyk proof that exact durations near it map the inputs exactly onto the targets (the
+  theorem's claim for the instance); not proved within EXISTENCE_SECONDS, the check fails.
 * :func:`refusal_check` -- inadmissible data must be refused with a reason.
 
 Every check says what its bound is and where the bound comes from.
@@ -26,6 +29,7 @@ from verify.errors import InputError
 from verify.flow import flow
 from verify.hall import basis, degree
 from verify.invariants import check_admissible, predicted_rank
+from verify.krawczyk import certify_control
 from verify.network import apply
 from verify.results import Check, check
 from verify.solver import Settings, solve
@@ -33,6 +37,7 @@ from verify.solver import Settings, solve
 BELOW_ONE = float(np.nextafter(1.0, 0.0))  # strict "< 1" as a "<=" bound
 HP_DIGITS = 40
 CERTIFY_SECONDS = 180.0  # per witness (the standard profile's take 30-50 s): a longer enclosure is left uncertified
+EXISTENCE_SECONDS = 600.0  # per control (the standard profile's take 80-150 s); beyond it the check fails
 
 
 def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray, *, expected: int | None = None,
@@ -88,9 +93,12 @@ def solver_settings(depth: str, seed: int, profile: dict) -> Settings:
 
 
 def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, depth: str,
-                   settings: Settings, progress: Callable[[str], None] | None = None) -> tuple[list[Check], object]:
+                   settings: Settings, progress: Callable[[str], None] | None = None,
+                   existence: bool = False) -> tuple[list[Check], object]:
     """Solve, replay (in float64, or at the digits the solver needed for an unstable network),
-    write the witness and replay it at 40 digits."""
+    write the witness and replay it at 40 digits; with ``existence`` (the standard and paper
+    profiles: 80-150 s a control at m = 8, up to 200 s at m = 4 on some quick-profile seeds),
+    a certified control also gets :func:`existence_check`."""
     sol = solve(blocks, X, Y, settings, progress)
     unit = "layers" if depth == "finite" else "steps"
     info = {"depth": sol.depth, "unit": unit, "total_duration": sol.total_duration, "starts": sol.moves,
@@ -117,10 +125,22 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
                          integration_error_estimate=verdict["integration_error_estimate"],
                          certificate={k: cert.get(k) for k in ("verdict", "error_upper", "width", "validated_steps",
                                                                "precision", "reason") if k in cert}))
+        if existence and depth == "continuous" and cert["verdict"] == "CERTIFIED":
+            out.append(existence_check(label, blocks, X, Y, sol.steps, settings.tolerance))
     else:
         out.append(check(f"witness replays at {HP_DIGITS} digits [{label}]", np.inf, settings.tolerance,
                          "no witness: the solver found no control within its budget"))
     return out, sol
+
+
+def existence_check(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, steps, tolerance: float) -> Check:
+    """The instance of the theorem proved: exact durations near the control's N n d free ones
+    map X exactly onto Y (:func:`verify.krawczyk.certify_control`)."""
+    ex = certify_control(blocks, steps, X, Y, tolerance=tolerance, deadline=time.perf_counter() + EXISTENCE_SECONDS)
+    return check(f"exact control exists: Krawczyk on {X.size} durations [{label}]", ex.get("K_reach_over_radius", np.inf),
+                 BELOW_ONE, "Krawczyk: sup |K(B) - c| < r proves exact durations in B (validated flow in Arb)",
+                 certified=bool(ex["certified"]), **{k: ex.get(k) for k in ("radius", "free_steps", "contraction_upper",
+                                                                             "newton_step_upper", "reason")})
 
 
 def refusal_check(label: str, X: np.ndarray, Y: np.ndarray, causal: bool, obstruction: str) -> Check:

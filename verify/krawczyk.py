@@ -187,24 +187,22 @@ def certify_control(
     Y: np.ndarray,
     *,
     tolerance: float | None = None,
-    centre: Any = None,
     radius: float | None = None,
     digits: int = enclosure.DIGITS,
     deadline: float = math.inf,
 ) -> dict[str, Any]:
     """Try to prove that exact durations near the control's map X exactly onto Y.
 
-    X and Y are float arrays or object arrays of floats and decimal strings (exact in the
-    enclosures).  The continuous analogue of :func:`certify_network`: all durations but m = N n d free ones
+    The continuous analogue of :func:`certify_network`: all durations but m = N n d free ones
     (:func:`free_steps`) stay as written, G(s) = flow(X; s, fixed durations) - Y, the centre c
     is the free durations as written, and B = c + [-r, r]^m.  G(c) is enclosed by the validated
-    flow (:func:`verify.enclosure.enclose_flow`; ``centre`` may pass that enclosure, made with
-    the same ``tolerance`` share, to save the pass), and the Jacobian G'(B) by the same flow
-    with the free durations as balls of radius r, carrying the variational equation; R is the
-    float64 inverse of the float64 Jacobian.  If K(B) = c - R G(c) + (I - R G'(B)) (B - c) lies
-    in the interior of B, exactly one s in B has G(s) = 0 (Krawczyk; Moore).  ``radius``
-    defaults to RADIUS_FACTOR |R G(c)| (upper bound).  ``centre``, when given, should be as
-    narrow as CENTRE_SHARE makes it: the box grows with G(c)'s balls.
+    flow (:func:`verify.enclosure.enclose_flow`, remainders taking CENTRE_SHARE of the
+    tolerance: the box grows with G(c)'s balls), and G'(B) by the same flow with the free
+    durations as balls of radius r, carrying the variational equation; R is the float64
+    inverse of the float64 Jacobian.  If K(B) = c - R G(c) + (I - R G'(B)) (B - c) lies in the
+    interior of B, exactly one s in B has G(s) = 0 (Krawczyk; Moore).  ``radius`` defaults to
+    RADIUS_FACTOR |R G(c)| (upper bound).
+    X and Y may be object arrays of floats and decimal strings (exact in the enclosures).
     """
     import flint
 
@@ -213,17 +211,16 @@ def certify_control(
             "digits": digits, "steps": len(steps)}
     if len(steps) < m:
         return base | {"reason": f"{len(steps)} durations for {m} equations; the Krawczyk test needs at least m"}
-    free = free_steps(blocks, steps, X)
-    D = flow(blocks, [(b, float(t)) for b, t in steps], np.asarray(X, dtype=float),
-             sensitivities=True).d_durations[:, free]
     try:
+        free = free_steps(blocks, steps, X)
+        D = flow(blocks, [(b, float(t)) for b, t in steps], np.asarray(X, dtype=float),
+                 sensitivities=True).d_durations[:, free]
         R = np.linalg.inv(D)
-    except np.linalg.LinAlgError:
-        return base | {"free_steps": free, "reason": "the free durations' Jacobian is singular in float64"}
+    except (IntegrationError, np.linalg.LinAlgError) as exc:
+        return base | {"reason": f"no float64 Jacobian of the durations to invert: {exc}"}
     try:
-        if centre is None:  # narrow: the Newton step |R G(c)|, and with it the box, is as small as G(c)'s balls allow
-            centre = enclosure.enclose_flow(blocks, steps, X, digits, tolerance=tolerance, deadline=deadline,
-                                            share=CENTRE_SHARE)
+        centre = enclosure.enclose_flow(blocks, steps, X, digits, tolerance=tolerance, deadline=deadline,
+                                        share=CENTRE_SHARE)
         with precision(digits):
             Ra = flint.arb_mat(R.tolist())
             G = centre.end.ravel() - namespace("arb").asarray(Y).ravel()
