@@ -28,10 +28,10 @@ import mpmath
 import numpy as np
 
 from property_tests import independent
-from verify import witness
-from verify.blocks import gaussian_blocks
-from verify.errors import IntegrationError
-from verify.flow import flow
+from verify.io import witness
+from verify.io.errors import IntegrationError
+from verify.model.blocks import gaussian_blocks
+from verify.model.flow import flow
 
 TRUTH_DIGITS = 30
 TRUTH_SECONDS = 60.0  # a truth that takes longer is given up (counted as "no truth")

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from verify.blocks import gaussian_blocks
+from verify.model.blocks import gaussian_blocks
 
 coords = st.floats(-2.0, 2.0, allow_nan=False, allow_subnormal=False)
 

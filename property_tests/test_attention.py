@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verify.attention import UNROLL, field, field_and_jacobian, field_numpy, jacobian, jvp
-from verify.backend import namespace, precision, to_numpy
-from verify.blocks import gaussian_blocks
+from verify.model.attention import UNROLL, field, field_and_jacobian, field_numpy, jacobian, jvp
+from verify.model.backend import namespace, precision, to_numpy
+from verify.model.blocks import gaussian_blocks
 
 from . import independent
 from .strategies import blocks, collections, shapes
@@ -102,8 +102,8 @@ def test_array_api_strict_backend_agrees(case):
 
 
 def test_cupy_is_optional():
-    from verify.backend import namespace
-    from verify.errors import InputError
+    from verify.io.errors import InputError
+    from verify.model.backend import namespace
 
     try:
         import cupy  # noqa: F401

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verify.attention import field, jvp
-from verify.backend import namespace, precision, to_numpy
-from verify.blocks import gaussian_blocks
-from verify.brackets import bracket_jet, bracket_matrix, field_jet
-from verify.hall import basis, counting_degree, degree, parse_word, str_word, witt
-from verify.jets import multiply, tables
-from verify.rank import NOISE_FACTOR, degree_scales
+from verify.lie.brackets import bracket_jet, bracket_matrix, field_jet
+from verify.lie.hall import basis, counting_degree, degree, parse_word, str_word, witt
+from verify.lie.jets import multiply, tables
+from verify.lie.rank import NOISE_FACTOR, degree_scales
+from verify.model.attention import field, jvp
+from verify.model.backend import namespace, precision, to_numpy
+from verify.model.blocks import gaussian_blocks
 
 from .strategies import blocks as block_strategy
 from .strategies import collections, shapes

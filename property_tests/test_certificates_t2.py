@@ -8,11 +8,11 @@ import numpy as np
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from verify.blocks import gaussian_blocks
-from verify.discretisation import euler_bound, fitted_order, norm
-from verify.flow import flow
-from verify.krawczyk import certify_network, free_layers
-from verify.network import apply, control_to_network, rounding_estimate
+from verify.model.blocks import gaussian_blocks
+from verify.model.discretisation import euler_bound, fitted_order, norm
+from verify.model.flow import flow
+from verify.model.network import apply, control_to_network, rounding_estimate
+from verify.rigorous.krawczyk import certify_network, free_layers
 
 from .strategies import controls
 

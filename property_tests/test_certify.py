@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verify.blocks import gaussian_blocks
-from verify.brackets import bracket_matrix
-from verify.certify import full_rank, generates_gl, select_columns
-from verify.hall import basis, degree
-from verify.rank import analyse, degree_scales, singular_values
+from verify.lie.brackets import bracket_matrix
+from verify.lie.certify import full_rank, generates_gl, select_columns
+from verify.lie.hall import basis, degree
+from verify.lie.rank import analyse, degree_scales, singular_values
+from verify.model.blocks import gaussian_blocks
 
 
 @pytest.mark.parametrize("shape, causal", [((2, 3, 2), False), ((1, 4, 2), False), ((3, 2, 1), False), ((2, 2, 2), True)])

@@ -73,8 +73,8 @@ def test_check_replays_at_the_recorded_precision(tmp_path):
     alone exceeds its 1e-25 tolerance."""
     import mpmath
 
-    from verify import witness
-    from verify.network import apply
+    from verify.io import witness
+    from verify.model.network import apply
 
     doc = independent_doc("finite", False, seed=5, tolerance=1e-25)
     w = witness.parse(json.dumps(doc))
@@ -151,7 +151,7 @@ def test_rank_dump_matches_independent_high_precision_columns(tmp_path):
     """Dumped degree <= 3 columns against SymPy at 30 digits (an independent computation)."""
     import numpy as np
 
-    from verify.blocks import gaussian_blocks
+    from verify.model.blocks import gaussian_blocks
 
     from .symbolic import bracket_columns
 
@@ -268,8 +268,8 @@ def test_one_file_holding_inputs_and_targets_gives_each_its_own(tmp_path):
     never the inputs' array."""
     import numpy as np
 
-    from verify.datafiles import load_collection
-    from verify.errors import InputError
+    from verify.io.datafiles import load_collection
+    from verify.io.errors import InputError
 
     X, Y = np.random.default_rng(0).normal(size=(2, 1, 2, 2))
     np.savez(tmp_path / "xy.npz", X=X, Y=Y)

@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from property_tests.estimates import draw, measure
-from verify import cli, witness
+from verify import cli
+from verify.io import witness
 
 DATA = Path(__file__).parent / "data"
 

@@ -12,12 +12,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from theorems.reach import instance as reach_instance
-from verify.backend import namespace, precision, to_mpmath, to_numpy
-from verify.blocks import gaussian_blocks
-from verify.errors import InputError, IntegrationError
-from verify.flow import flow, flow_batch
-from verify.network import apply
-from verify.taylor import coefficients
+from verify.io.errors import InputError, IntegrationError
+from verify.model.backend import namespace, precision, to_mpmath, to_numpy
+from verify.model.blocks import gaussian_blocks
+from verify.model.flow import flow, flow_batch
+from verify.model.network import apply
+from verify.model.taylor import coefficients
 
 from . import independent
 from .strategies import problems
@@ -275,7 +275,7 @@ def test_bad_controls_are_refused(control, message):
 def test_split_series_keeps_the_working_precision_at_large_logits(seed, scale):
     """A 30-digit flow, whose steps take their high orders in float64, stays within its estimate
     of a 50-digit one where tokens reach |x| ~ 10-25 (large logits: without the centred logits of
-    :mod:`verify.taylor` these were 1e-24 to 4e-20 off, against estimates near 1e-26)."""
+    :mod:`verify.model.taylor` these were 1e-24 to 4e-20 off, against estimates near 1e-26)."""
     blocks = gaussian_blocks(seed, 2)
     X = scale * np.random.default_rng(seed).normal(size=(2, 3, 2))
     control = [(0, 0.3), (1, -0.2)]

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from verify.backend import to_mpmath, to_numpy
-from verify.blocks import gaussian_blocks
-from verify.flow import flow
-from verify.network import apply, control_to_network, propagated_rounding
+from verify.model.backend import to_mpmath, to_numpy
+from verify.model.blocks import gaussian_blocks
+from verify.model.flow import flow
+from verify.model.network import apply, control_to_network, propagated_rounding
 
 from . import independent
 from .strategies import problems
@@ -64,7 +64,7 @@ def test_step_derivatives_match_high_precision_finite_differences(p):
     res = apply(blocks, layers, X, sensitivities=True)
     import mpmath
 
-    from verify.backend import precision
+    from verify.model.backend import precision
 
     with precision(40):
         h = mpmath.mpf(10) ** -15

@@ -1,4 +1,4 @@
-"""Tight pairs (verify.pair_expansion): the two exact facts the large layer rests on, the
+"""Tight pairs (verify.search.pair_expansion): the two exact facts the large layer rests on, the
 parking fit, and the solver's use of them, replayed by the independent implementation."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from theorems.reach import instance
-from verify import witness
-from verify.attention import field
-from verify.blocks import gaussian_blocks
-from verify.network import apply
-from verify.newton import chord
-from verify.pair_expansion import expansion, expansion_step, has_equilibria, park, symmetric_logits
-from verify.shape_speed import shape_speeds
-from verify.solver import Settings, solve
+from verify.io import witness
+from verify.model.attention import field
+from verify.model.blocks import gaussian_blocks
+from verify.model.network import apply
+from verify.search.newton import chord
+from verify.search.pair_expansion import expansion, expansion_step, has_equilibria, park, symmetric_logits
+from verify.search.shape_speed import shape_speeds
+from verify.search.solver import Settings, solve
 
 from . import independent
 

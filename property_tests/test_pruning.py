@@ -1,4 +1,4 @@
-"""Pruning found controls and networks (verify.pruning, verify.solver.prune_found): shorter
+"""Pruning found controls and networks (verify.search.pruning, verify.search.solver.prune_found): shorter
 witnesses that still replay within tolerance, here and under the independent implementation,
 and removals that cannot be made are refused."""
 
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from theorems.reach import instance
-from verify.blocks import gaussian_blocks
-from verify.flow import flow
-from verify.pruning import shrink
-from verify.solver import Settings, Solution, prune_found, solve
+from verify.model.blocks import gaussian_blocks
+from verify.model.flow import flow
+from verify.search.pruning import shrink
+from verify.search.solver import Settings, Solution, prune_found, solve
 
 from . import independent
 from .test_cli import run, save_npy

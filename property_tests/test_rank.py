@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verify.attention import softmax_weights
-from verify.blocks import gaussian_blocks
-from verify.invariants import predicted_rank
-from verify.rank import MAX_DIGITS, analyse, decide, noise_level, resolved, resolving_digits, weight_digits
+from verify.lie.invariants import predicted_rank
+from verify.lie.rank import MAX_DIGITS, analyse, decide, noise_level, resolved, resolving_digits, weight_digits
+from verify.model.attention import softmax_weights
+from verify.model.blocks import gaussian_blocks
 
 
 @st.composite

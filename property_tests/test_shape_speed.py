@@ -10,11 +10,11 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from verify.attention import field
-from verify.blocks import Block, gaussian_blocks
-from verify.flow import flow
-from verify.network import apply
-from verify.shape_speed import diameters, minimal_duration, minimal_step_total, shape_speeds
+from verify.model.attention import field
+from verify.model.blocks import Block, gaussian_blocks
+from verify.model.flow import flow
+from verify.model.network import apply
+from verify.search.shape_speed import diameters, minimal_duration, minimal_step_total, shape_speeds
 
 from .strategies import blocks, collections, controls
 

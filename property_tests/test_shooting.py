@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from theorems.reach import instance
-from verify import shooting as shooting_module
-from verify.attention import field, field_and_jacobian, field_jet, jacobian
-from verify.flow import flow
-from verify.network import apply, apply_batch
-from verify.newton import damped_step
-from verify.rk4 import integrate_batch
-from verify.shooting import Shooting, population_lm, shooting_step
+from verify.model.attention import field, field_and_jacobian, field_jet, jacobian
+from verify.model.flow import flow
+from verify.model.network import apply, apply_batch
+from verify.model.rk4 import integrate_batch
+from verify.search import shooting as shooting_module
+from verify.search.newton import damped_step
+from verify.search.shooting import Shooting, population_lm, shooting_step
 
 from . import independent
 from .benchmarks.bench_models import BoundedSteps
@@ -233,7 +233,7 @@ def test_populations_of_several_shootings_take_turns():
 
 
 def _ticking(monkeypatch, jacobian: float, trial: float) -> tuple[list[float], type]:
-    """A clock for verify.shooting, and a Shooting whose evaluations advance it: by
+    """A clock for verify.search.shooting, and a Shooting whose evaluations advance it: by
     ``jacobian`` seconds per member evaluated with sensitivities, by ``trial`` per call without."""
     clock = [0.0]
     monkeypatch.setattr(shooting_module, "time", SimpleNamespace(perf_counter=lambda: clock[0]))

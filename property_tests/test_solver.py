@@ -13,11 +13,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from theorems.reach import instance
-from verify import finish as finish_module
-from verify import witness
-from verify.blocks import gaussian_blocks
-from verify.errors import InputError, IntegrationError
-from verify.finish import (
+from verify.io import witness
+from verify.io.errors import InputError, IntegrationError
+from verify.lie.invariants import check_admissible, check_blocks_move
+from verify.model.blocks import gaussian_blocks
+from verify.model.flow import flow
+from verify.model.network import apply
+from verify.model.rk4 import integrate_batch
+from verify.search import finish as finish_module
+from verify.search.finish import (
     FLOW_DPS,
     HIGH_DPS,
     LOSSES,
@@ -27,15 +31,11 @@ from verify.finish import (
     refine_segments_in_precision,
     replay_error,
 )
-from verify.flow import flow
-from verify.invariants import check_admissible, check_blocks_move
-from verify.network import apply
-from verify.newton import chord, levenberg_marquardt
-from verify.rk4 import integrate_batch
-from verify.shape_speed import minimal_duration, minimal_step_total
-from verify.shooting import Shooting
-from verify.solver import DEPTH_DEFAULTS, Settings, resolve, solve, start
-from verify.steering import inverse, merge, realize
+from verify.search.newton import chord, levenberg_marquardt
+from verify.search.shape_speed import minimal_duration, minimal_step_total
+from verify.search.shooting import Shooting
+from verify.search.solver import DEPTH_DEFAULTS, Settings, resolve, solve, start
+from verify.search.steering import inverse, merge, realize
 
 from . import independent
 from .test_cli import run, save_npy
@@ -287,7 +287,7 @@ def test_a_tolerance_below_float64_is_reached_in_high_precision(depth):
     """Tolerance 1e-20: the finite search used to aim at 1e-21 in float64 and never hand a fit
     over, and continuous segments were held to 1e-22 in float64 and lost; both now stop at
     float64's reach and refine in high precision, and the witness replays there
-    (:func:`verify.witness.replay` at its digits) within 1e-20."""
+    (:func:`verify.io.witness.replay` at its digits) within 1e-20."""
     X, Y, blocks = instance(4, 0, seed=5)
     sol = solve(blocks, X, Y, Settings(depth=depth, tolerance=1e-20, time_budget=30))
     assert sol.success and sol.dps is not None and sol.error <= 1e-20, sol.message

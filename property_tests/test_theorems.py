@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from theorems import causal, finite_depth, necessity, reach, registry
 from theorems.instances import collection, hidden_control_targets
 from theorems.witnesses import rank_checks, refusal_check
-from verify import appendix, report
-from verify.blocks import gaussian_blocks
-from verify.results import check
+from verify.model.blocks import gaussian_blocks
+from verify.reporting import appendix, report
+from verify.reporting.results import check
 
 seeds = st.integers(0, 2**31 - 1)
 
@@ -177,7 +177,7 @@ def test_verify_appendix_refuses_what_is_not_a_theorem_report(tmp_path):
 
 
 def test_summary_renders_the_benchmark_tables(tmp_path):
-    from verify import summary
+    from verify.reporting import summary
 
     bench = tmp_path / "reach.json"
     row = {"m": 8, "depth": "finite", "method": "lm", "instances": 10, "budget_s": 30.0, "success_rate": 0.4,

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verify import witness
-from verify.backend import precision
-from verify.blocks import gaussian_blocks
-from verify.errors import InputError
-from verify.flow import flow
+from verify.io import witness
+from verify.io.errors import InputError
+from verify.model.backend import precision
+from verify.model.blocks import gaussian_blocks
+from verify.model.flow import flow
 
 from . import independent
 from .strategies import problems
@@ -173,13 +173,13 @@ def test_the_false_pass_witness_is_never_certified():
 @settings(max_examples=6, deadline=None)
 @given(seed=st.integers(0, 2**16), depth=st.sampled_from(["continuous", "finite"]), causal=st.booleans())
 def test_the_enclosure_contains_the_exact_image(seed, depth, causal):
-    """Every ball of verify.enclosure contains the 50-digit image (a first version let the
+    """Every ball of verify.rigorous.enclosure contains the 50-digit image (a first version let the
     durations' float64 remainders drift by 1e-17 while the balls were 1e-23 wide; the
     certificate tests, with tolerances of 1e-8, could not see it)."""
     import flint
 
-    from verify import enclosure
-    from verify.network import apply
+    from verify.model.network import apply
+    from verify.rigorous import enclosure
 
     rng = np.random.default_rng(seed)
     blocks = tuple(dataclasses.replace(b, causal=causal) for b in gaussian_blocks(seed, 2))
@@ -202,7 +202,7 @@ def test_the_flow_enclosure_contains_the_image_on_harder_draws(seed, causal, sca
     every ball still contains the 50-digit image, and the width stays below the tolerance."""
     import flint
 
-    from verify import enclosure
+    from verify.rigorous import enclosure
 
     rng = np.random.default_rng(seed)
     blocks = tuple(dataclasses.replace(b, causal=causal) for b in gaussian_blocks(seed, 2))

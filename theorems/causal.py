@@ -12,7 +12,7 @@ What is checked:
    the matrix exponentials computed at 40 digits (mpmath), within 10 x the float64 integration
    error estimate + 1e3 u |x|.
 2. gl(d): V_0, V_1 generate gl(d) -- exact rank d^2 over Q of Hall-word commutators of the
-   binary64 matrices (a proof, :func:`verify.certify.generates_gl`).
+   binary64 matrices (a proof, :func:`verify.lie.certify.generates_gl`).
 3. Rank formula: the bracket rank equals the prediction on generic data with N > d (a deficit
    of d (N - rank) measured at 30/60 digits), on data with N <= d (full rank, certified in Arb)
    and on data with a shared first token (a smaller prediction).
@@ -24,7 +24,7 @@ What is checked:
 5. Refusals: det G < 0, first tokens not related by one G (N > d), and a broken shared prefix.
 
 The orientation is a restriction of flows: a residual layer (I + h V) with h past -1/lambda
-reverses it, and finite-depth networks reach det G < 0 (``verify.invariants.check_admissible``,
+reverses it, and finite-depth networks reach det G < 0 (``verify.lie.invariants.check_admissible``,
 ``test_networks_reach_what_flows_cannot``), so the refusals here are those of flows.
 """
 
@@ -35,10 +35,10 @@ from collections.abc import Callable
 import mpmath
 import numpy as np
 
-from verify import certify
-from verify.blocks import gaussian_blocks
-from verify.flow import flow
-from verify.results import Check, check
+from verify.lie import certify
+from verify.model.blocks import gaussian_blocks
+from verify.model.flow import flow
+from verify.reporting.results import Check, check
 
 from .instances import causal_targets, collection, hidden_control_targets, rng
 from .witnesses import HP_DIGITS, control_checks, rank_checks, refusal_check, solver_settings

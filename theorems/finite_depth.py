@@ -8,13 +8,13 @@ What is checked:
 
 1. Network witness: the solver constructs a network for targets that are the image of the
    inputs under a hidden random network, replayed in float64 and at 40 digits.
-2. Krawczyk certificate (:mod:`verify.krawczyk`): all but N n d step sizes fixed at their
+2. Krawczyk certificate (:mod:`verify.rigorous.krawczyk`): all but N n d step sizes fixed at their
    binary64 values, the map from the free steps to the end point and its Jacobian enclosed in
    Arb over a box around the refined steps (50 to 400 digits: ball arithmetic through many
    layers widens radii by the dependency effect); K(B) inside B proves that the box holds
    exactly one set of step sizes interpolating X -> Y exactly.  A box displaced by three radii
    must be refused (a negative control: the test can fail).
-3. Discretisation (:mod:`verify.discretisation`): for a seeded continuous control on the
+3. Discretisation (:mod:`verify.model.discretisation`): for a seeded continuous control on the
    inputs rescaled to largest token norm 1/2 (the bound grows like exp(Lip T) with
    Lip ~ ||V|| (1 + 4 beta ||Q^T K|| R^2): it is informative for R T of order one, astronomically
    loose beyond), the distance between the exact flow (Taylor integrator at 30 digits) and
@@ -29,12 +29,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from verify.blocks import gaussian_blocks
-from verify.discretisation import euler_bound, fitted_order, norm
-from verify.flow import flow
-from verify.krawczyk import certify_network
-from verify.network import apply, control_to_network, rounding_estimate
-from verify.results import Check, check
+from verify.model.blocks import gaussian_blocks
+from verify.model.discretisation import euler_bound, fitted_order, norm
+from verify.model.flow import flow
+from verify.model.network import apply, control_to_network, rounding_estimate
+from verify.reporting.results import Check, check
+from verify.rigorous.krawczyk import certify_network
 
 from .instances import collection, hidden_control_targets, rng
 from .witnesses import BELOW_ONE, control_checks, solver_settings
@@ -98,7 +98,7 @@ def discretisation_checks(label: str, blocks, X, seed: int, steps: int, duration
         hs.append(h)
         bounds.append(bound)
         out.append(check(f"Euler error <= derived bound, h = {h:.3g} [{label}]", err, bound,
-                         "Lipschitz/Gronwall recursion of verify.discretisation along the layers "
+                         "Lipschitz/Gronwall recursion of verify.model.discretisation along the layers "
                          "+ float64 rounding estimate 4 (L+1) u max|x|",
                          slack=bound / err if err > 0 else None, C_h=bound / h))
     order = fitted_order(hs, errors)

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from verify.blocks import Block
-from verify.flow import flow
-from verify.network import apply
+from verify.model.blocks import Block
+from verify.model.flow import flow
+from verify.model.network import apply
 
 
 def _codes(key: Sequence[object]) -> list[int]:

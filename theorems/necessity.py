@@ -6,10 +6,10 @@
 * V_1 = 0, or a single block used twice: only one field is left, its brackets with itself
   vanish, and the rank is 1 (where the field does not vanish).
 * n = 1: softmax over one token is 1, attention is the linear map x -> V x, and the rank is
-  d * rank[x^1 ... x^N] (:func:`verify.invariants.predicted_rank` already covers it).
+  d * rank[x^1 ... x^N] (:func:`verify.lie.invariants.predicted_rank` already covers it).
 
 Each check holds the measured rank against the predicted one (bound 0 on the difference) and
-reports the deficit m - rank; the rank is decided by :mod:`verify.rank` (30/60 digits for a
+reports the deficit m - rank; the rank is decided by :mod:`verify.lie.rank` (30/60 digits for a
 deficit).
 
 >>> checks = run(seed=0, shape=(1, 2, 2))
@@ -24,10 +24,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from verify import rank
-from verify.blocks import gaussian_blocks
-from verify.invariants import exact_rank, predicted_rank
-from verify.results import Check, check
+from verify.lie import rank
+from verify.lie.invariants import exact_rank, predicted_rank
+from verify.model.blocks import gaussian_blocks
+from verify.reporting.results import Check, check
 
 from .instances import collection
 

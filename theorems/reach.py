@@ -1,6 +1,6 @@
 """The solver's reach on independent Gaussian targets: a measurement, not a theorem check.
 
-The theorem says every admissible target collection is reachable; whether :func:`verify.solver.solve`
+The theorem says every admissible target collection is reachable; whether :func:`verify.search.solver.solve`
 *finds* the control for targets that no control produced is what this measures (issue 4).
 Instance i of size m = N n d: inputs and targets i.i.d. N(0, 1) of shape ``SHAPES[m]`` and the
 blocks ``gaussian_blocks(seed_i, d)``, all drawn from keys of (seed, m, i).  The budget is counted
@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from verify.blocks import Block, gaussian_blocks
-from verify.solver import Settings, resolve, solve
+from verify.model.blocks import Block, gaussian_blocks
+from verify.search.solver import Settings, resolve, solve
 
 from .instances import indexed_rng
 

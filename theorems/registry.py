@@ -2,7 +2,7 @@
 
 Each theorem module defines NAME, TITLE, STATEMENT (plain text), LATEX, HYPOTHESES, PROFILES
 and ``run(profile, seed, progress) -> list[Check]``.  :func:`run` runs the chosen theorems and
-returns one result per theorem (plain dicts, ready for :mod:`verify.report`) and the seconds
+returns one result per theorem (plain dicts, ready for :mod:`verify.reporting.report`) and the seconds
 each took (kept apart: timings are the only part of a report that differs between two runs
 with the same seed).
 

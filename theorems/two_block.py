@@ -27,8 +27,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from verify.blocks import gaussian_blocks
-from verify.results import Check
+from verify.model.blocks import gaussian_blocks
+from verify.reporting.results import Check
 
 from . import necessity
 from .instances import collection, hidden_control_targets

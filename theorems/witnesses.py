@@ -1,12 +1,12 @@
 """Checks shared by the theorems: bracket-rank witnesses and constructed controls.
 
 * :func:`rank_checks` -- the bracket rank of a collection against the exact prediction of the
-  invariants (:func:`verify.invariants.predicted_rank`), decided as :mod:`verify.rank` decides
+  invariants (:func:`verify.lie.invariants.predicted_rank`), decided as :mod:`verify.lie.rank` decides
   (float64 only for a clear full rank, otherwise 30/60 digits), and, when the rank is full, an
-  Arb certificate of full rank (:func:`verify.certify.full_rank`).
+  Arb certificate of full rank (:func:`verify.lie.certify.full_rank`).
 * :func:`control_checks` -- a control (continuous) or network (finite) found by the solver, its
   float64 replay against the tolerance, and its replay at 40 digits from the witness file,
-  certified when its image enclosed in Arb balls (:func:`verify.witness.certify`, at most
+  certified when its image enclosed in Arb balls (:func:`verify.io.witness.certify`, at most
   CERTIFY_SECONDS) lies within the tolerance, failed when the enclosure lies outside it.
 * :func:`existence_check` -- for a certified control (standard and paper profiles), the
   Krawczyk proof that exact durations near it map the inputs exactly onto the targets (the
@@ -23,16 +23,17 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from verify import certify, rank, witness
-from verify.blocks import Block
-from verify.errors import InputError
-from verify.flow import flow
-from verify.hall import basis, degree
-from verify.invariants import check_admissible, predicted_rank
-from verify.krawczyk import certify_control
-from verify.network import apply
-from verify.results import Check, check
-from verify.solver import Settings, solve
+from verify.io import witness
+from verify.io.errors import InputError
+from verify.lie import certify, rank
+from verify.lie.hall import basis, degree
+from verify.lie.invariants import check_admissible, predicted_rank
+from verify.model.blocks import Block
+from verify.model.flow import flow
+from verify.model.network import apply
+from verify.reporting.results import Check, check
+from verify.rigorous.krawczyk import certify_control
+from verify.search.solver import Settings, solve
 
 BELOW_ONE = float(np.nextafter(1.0, 0.0))  # strict "< 1" as a "<=" bound
 HP_DIGITS = 40
@@ -51,8 +52,8 @@ def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray, *, expected:
                                    "gap", "decided_by")}
     details["sigma_by_degree"] = _sigma_by_degree(np.asarray(M, dtype=float) / np.asarray(res["scales"], dtype=float),
                                                   res["max_degree"])
-    origin = ("exact prediction from the invariants (verify.invariants); rank decided in "
-              f"{res['decided_by']} against the noise model of verify.rank")
+    origin = ("exact prediction from the invariants (verify.lie.invariants); rank decided in "
+              f"{res['decided_by']} against the noise model of verify.lie.rank")
     mismatch = abs(res["rank"] - (prediction if prediction is not None and res["decisive"] else np.nan))
     out = [check(f"bracket rank equals prediction [{label}]", mismatch, 0.0, origin, undecided=res["undecided"], **details)]
     if certify_full and prediction == res["dimension"] and res["rank"] == res["dimension"]:
@@ -85,7 +86,7 @@ def trajectory(blocks: Sequence[Block], X: np.ndarray, steps, depth: str, per_st
 
 def solver_settings(depth: str, seed: int, profile: dict) -> Settings:
     """The solver's settings for a theorem check: ``profile["starts"]`` random starts of at
-    most the depth's ``max_iter`` Jacobians each (:data:`verify.solver.DEPTH_DEFAULTS`), so the
+    most the depth's ``max_iter`` Jacobians each (:data:`verify.search.solver.DEPTH_DEFAULTS`), so the
     result does not depend on the machine's speed and two runs write the same report;
     ``profile["budget"]`` seconds is only a safety cap (a check that hits it fails as not found)."""
     return Settings(depth=depth, seed=seed, time_budget=profile["budget"],
@@ -135,7 +136,7 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
 
 def existence_check(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, steps, tolerance: float) -> Check:
     """The instance of the theorem proved: exact durations near the control's N n d free ones
-    map X exactly onto Y (:func:`verify.krawczyk.certify_control`)."""
+    map X exactly onto Y (:func:`verify.rigorous.krawczyk.certify_control`)."""
     ex = certify_control(blocks, steps, X, Y, tolerance=tolerance, deadline=time.perf_counter() + EXISTENCE_SECONDS)
     return check(f"exact control exists: Krawczyk on {X.size} durations [{label}]", ex.get("K_reach_over_radius", np.inf),
                  BELOW_ONE, "Krawczyk: sup |K(B) - c| < r proves exact durations in B (validated flow in Arb)",
@@ -144,7 +145,7 @@ def existence_check(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nd
 
 
 def refusal_check(label: str, X: np.ndarray, Y: np.ndarray, causal: bool, obstruction: str) -> Check:
-    """Passes when :func:`verify.invariants.check_admissible` refuses the data (value 0)."""
+    """Passes when :func:`verify.lie.invariants.check_admissible` refuses the data (value 0)."""
     try:
         check_admissible(X, Y, causal)
     except InputError as e:

@@ -1,3 +1,3 @@
-from .cli import run_console
+from verify.cli import run_console
 
 run_console()

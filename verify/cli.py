@@ -19,10 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from . import appendix, certify, datafiles, invariants, rank, report, selfcheck, summary, validate, witness
-from .blocks import gaussian_blocks
-from .errors import InputError, VerifyError
-from .files import Limits, check_creatable, create_exclusive, load_json, replace_file
+from theorems import reach, registry
+from verify.io import datafiles, validate, witness
+from verify.io.errors import InputError, VerifyError
+from verify.io.files import Limits, check_creatable, create_exclusive, load_json, replace_file
+from verify.lie import certify, invariants, rank
+from verify.lie.hall import basis, str_word
+from verify.model.blocks import gaussian_blocks
+from verify.reporting import appendix, report, selfcheck, summary
+from verify.search import solver
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 CERTIFY_SECONDS = 600.0  # check --certify gives up (UNDECIDED) after ten minutes
@@ -238,8 +243,6 @@ def _selfcheck(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from theorems import registry
-
     quiet = args.quiet or args.json or not sys.stderr.isatty()
 
     def progress(msg: str) -> None:
@@ -253,7 +256,6 @@ def _run(args: argparse.Namespace) -> int:
     timings: dict = {"theorems": seconds}
     reach_rows = None
     if not (args.theorem or args.no_reach):
-        from theorems import reach
 
         reach_rows, timings["reach"] = reach.measure(args.profile, args.seed, progress)
     precision = {"working": "float64", "replay_digits": 40, "rank_escalation_digits": list(rank.ESCALATION),
@@ -292,8 +294,6 @@ def _benchmark_rows(reports: Path) -> tuple[list | None, list | None]:
 
 
 def _appendix(args: argparse.Namespace) -> int:
-    from theorems import registry
-
     path = Path(args.report)
     if not path.exists():
         raise InputError(f"{path}: no such report; run `verify run` (or `make verify`) first")
@@ -343,7 +343,6 @@ def _rank(args: argparse.Namespace) -> int:
             out["gl_d"] = certify.generates_gl(blocks[0].V, blocks[1].V)
             out["certified"] = out["certified"] and out["gl_d"]["certified"]
     if args.dump:
-        from .hall import basis, str_word
 
         buf = io.BytesIO()
         np.savez(buf, matrix=np.asarray(M, dtype=float), words=np.array([str_word(w) for w in basis(res["max_degree"])]))
@@ -375,8 +374,6 @@ def _rank(args: argparse.Namespace) -> int:
 
 
 def _interpolate(args: argparse.Namespace) -> int:
-    from . import solver
-
     X = datafiles.load_collection(args.inputs, "inputs", _limits(args))
     Y = datafiles.load_collection(args.targets, "targets", _limits(args))
     validate.matching(X, Y)

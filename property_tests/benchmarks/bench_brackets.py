@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verify.backend import namespace, precision
-from verify.blocks import gaussian_blocks
-from verify.brackets import bracket_matrix
+from verify.lie.brackets import bracket_matrix
+from verify.model.backend import namespace, precision
+from verify.model.blocks import gaussian_blocks
 
 SHAPES = {8: (2, 2, 2), 18: (3, 3, 2), 32: (4, 4, 2), 64: (8, 4, 2), 128: (16, 4, 2)}
 

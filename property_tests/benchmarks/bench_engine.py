@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from verify import flow as flow_module
-from verify.attention import field, jacobian, jvp
-from verify.backend import namespace, precision
-from verify.blocks import gaussian_blocks
-from verify.flow import flow, flow_batch
-from verify.network import apply, apply_batch
+from verify.model import flow as flow_module
+from verify.model.attention import field, jacobian, jvp
+from verify.model.backend import namespace, precision
+from verify.model.blocks import gaussian_blocks
+from verify.model.flow import flow, flow_batch
+from verify.model.network import apply, apply_batch
 
 SHAPES = {8: (2, 2, 2), 18: (3, 3, 2), 32: (4, 4, 2), 64: (8, 4, 2), 128: (8, 8, 2)}
 CONTROL = [(0, 0.6), (1, -0.8), (0, 0.3), (1, 0.5)]

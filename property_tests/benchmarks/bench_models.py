@@ -1,7 +1,7 @@
 """Why networks are easier to fit than flows: the same fit on four end-point models.
 
-One Levenberg-Marquardt fit (:func:`verify.newton.levenberg_marquardt`, one start, no
-population) of the multiple-shooting system (:mod:`verify.shooting`: ``MODELS_STEPS_PER_DIM`` * m
+One Levenberg-Marquardt fit (:func:`verify.search.newton.levenberg_marquardt`, one start, no
+population) of the multiple-shooting system (:mod:`verify.search.shooting`: ``MODELS_STEPS_PER_DIM`` * m
 steps of the alternating pattern in segments of 12, straight-path states) on each model, from
 the same starts (``default_rng([instance, start])``, parameters uniform in [-0.5, 0.5]):
 
@@ -10,7 +10,7 @@ the same starts (``default_rng([instance, start])``, parameters uniform in [-0.5
   no step exceeds a;
 * ``flow``: the RK4 surrogate of the flows (two RK4 steps per control step), durations free.
 
-Each fit stops at max |r| <= 1e-3 (the continuous search tolerance of :mod:`verify.solver`) or
+Each fit stops at max |r| <= 1e-3 (the continuous search tolerance of :mod:`verify.search.solver`) or
 after ``MODELS_JACOBIANS`` Jacobians.  ``extra_info`` holds, per fit, whether it reached 1e-3,
 the Jacobians used, the last max |r|, the largest |step| and the residual of the same member
 read as a control of flows (step sizes as durations, RK4 with ``AS_FLOW_SUBSTEPS`` = 16 steps
@@ -31,8 +31,8 @@ import numpy as np
 import pytest
 
 from theorems.reach import instance
-from verify.newton import levenberg_marquardt
-from verify.shooting import Shooting
+from verify.search.newton import levenberg_marquardt
+from verify.search.shooting import Shooting
 
 M = int(os.environ.get("MODELS_M", "18"))
 SEED = int(os.environ.get("MODELS_SEED", "21"))

@@ -7,9 +7,9 @@ blocks drawn with them) for m = N n d in ``REACH_SIZES`` (default 8,18,32,64,128
 method) one benchmark round runs every instance and stores in ``extra_info``: success rate,
 median and longest time, the unsolved instances' indices, the fits each instance lost in the
 solver's finish (by stage), the slowest shape speed of each instance
-(:func:`verify.shape_speed.slowest`), the total duration that any control needs
-(:func:`verify.shape_speed.minimal_duration`) or the total |step| that any network needs
-(:func:`verify.shape_speed.minimal_step_total`) beside that of the returned controls or
+(:func:`verify.search.shape_speed.slowest`), the total duration that any control needs
+(:func:`verify.search.shape_speed.minimal_duration`) or the total |step| that any network needs
+(:func:`verify.search.shape_speed.minimal_step_total`) beside that of the returned controls or
 networks, median depth, worst replay error of the successes, and how many of the returned
 witnesses replay within their tolerance under the independent implementation
 (``property_tests/independent.py``: explicit loops; networks at the witness's precision, flows
@@ -31,8 +31,8 @@ import pytest
 
 from property_tests import independent
 from theorems.reach import instance
-from verify.shape_speed import minimal_duration, minimal_step_total, slowest
-from verify.solver import Settings, Solution, solve
+from verify.search.shape_speed import minimal_duration, minimal_step_total, slowest
+from verify.search.solver import Settings, Solution, solve
 
 SIZES = [int(s) for s in os.environ.get("REACH_SIZES", "8,18,32,64,128").split(",")]
 INSTANCES = int(os.environ.get("REACH_INSTANCES", "10"))
@@ -82,9 +82,10 @@ def summary(m: int, depth: str, method: str, results: list[Run]) -> dict:
         "median_time_s": statistics.median(r.seconds for r in results),
         "max_time_s": max(r.seconds for r in results),  # the budget's overrun, if any
         "unsolved_instances": [i for i, r in enumerate(results) if not r.sol.success],
-        # per instance, the fits that reached the search tolerance and were lost in the finish, by stage (verify.finish.LOSSES)
+        # per instance, the fits that reached the search tolerance and were lost in the finish, by stage
+        # (verify.search.finish.LOSSES)
         "lost_in_finish": [r.sol.lost for r in results],
-        # the smallest shape speed of each instance's input and target sequences (verify.shape_speed)
+        # the smallest shape speed of each instance's input and target sequences (verify.search.shape_speed)
         "slowest_shape_speeds": [round(slowest(r.blocks, r.X, r.Y)[0], 4) for r in results],
         # a lower bound on the total |step| of any network (finite) or |duration| of any control
         # (continuous) from X to Y, and that of each returned network or control
@@ -110,7 +111,7 @@ def _independent_error(blocks, X, Y, steps, digits, depth: str) -> float:
         # and 1e-33 (extrapolated_flow's default) by 1.2e-12, as the solver's own replay says
         # A 30-digit witness can amplify as much: seed 36 m = 8 instance 3 (total duration 132; its own
         # replay 2.5e-14 at 30 digits, 1.1e-14 at 40) missed by 4.5e-8 at 1e-20 per step, by 3.5e-13 at
-        # 1e-25.  The solver's digits keep gain * 10^-dps <= 1e-7 tolerance (verify.finish.high_digits),
+        # 1e-25.  The solver's digits keep gain * 10^-dps <= 1e-7 tolerance (verify.search.finish.high_digits),
         # so 10^(5 - dps) per step (extrapolated_flow's default) leaves at most 1e-2 tolerance; a float64
         # witness passed the solver's drift test (gain below about 2e5), for which 1e-20 is enough.
         if digits is not None and digits > 30:

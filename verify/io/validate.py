@@ -1,0 +1,156 @@
+"""Checks on everything a user hands the engine, done before any work starts.
+
+Each check raises :class:`~verify.io.errors.InputError` with one line that names the offending
+input and says what was expected; nothing is repaired silently.
+
+>>> import numpy as np
+>>> collection(np.zeros((2, 3, 2)), "inputs").shape
+(2, 3, 2)
+>>> try:
+...     collection(np.zeros((2, 3)), "inputs")
+... except InputError as e:
+...     print(e)
+inputs: expected an array of shape (N, n, d), got shape (2, 3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from verify.io.errors import InputError
+
+# The largest |entry| of a state the engine integrates (verify.model.flow refuses a flow whose state
+# passes it): beyond it the logits beta <Q x_i, K x_j> of such tokens are within a few orders of
+# float64's overflow, so data that start there are refused before any work.
+MAX_MAGNITUDE = 1e150
+
+# The most significant digits a user may ask a replay or a rank for.  The engine's own stages use
+# at most 150 (verify.lie.rank.MAX_DIGITS); its step rules and tolerances are float64 numbers: at
+# 250 digits the Taylor flow's order (about 290) overflowed the float64 norms of its
+# coefficients (a 57-step control; fine at 200), at 1000 the tolerance 10^(3 - D) underflowed to
+# 0, and at 100000 mpmath could not parse the decimal strings; each ended in a traceback.
+MAX_DIGITS = 200
+
+
+def numbers(x: Any, name: str) -> np.ndarray:
+    """Nested lists of JSON numbers (int or float, not bool, not strings) as a float64 array;
+    ragged lists and any other entry are refused by name."""
+    try:
+        a = np.array(x, dtype=object)
+    except ValueError:
+        raise InputError(f"{name}: nested lists are ragged; expected a rectangular array") from None
+    for v in a.ravel():
+        if isinstance(v, list):
+            raise InputError(f"{name}: nested lists are ragged; expected a rectangular array")
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise InputError(f"{name}: an entry {str(v)[:40]!r} is not a number; every entry must be a JSON number")
+    return a.astype(float)
+
+
+def _real_array(x: Any, name: str) -> np.ndarray:
+    """x as a float64 array, refusing complex or non-numeric entries (object arrays of parsed
+    high-precision numbers pass through)."""
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        return x  # high-precision entries were parsed and checked by the loader
+    try:
+        raw = np.asarray(x)
+        complex_entries = np.iscomplexobj(raw)  # float() would drop the imaginary parts with only a warning
+        if not complex_entries and raw.dtype.kind not in "iuf":  # bool, strings, datetimes are not data
+            raise InputError(f"{name}: entries of dtype {raw.dtype}; every entry must be a real number")
+        a = None if complex_entries else raw.astype(float, copy=False)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"{name}: not a rectangular array of real numbers ({exc})") from None
+    if complex_entries:
+        raise InputError(f"{name}: complex entries; every entry must be a real number")
+    return a
+
+
+def _finite(a: np.ndarray, name: str) -> None:
+    ok = np.isfinite(a.astype(float)) if a.dtype == object else np.isfinite(a)
+    if not np.all(ok):
+        idx = tuple(int(i) for i in np.argwhere(~ok)[0])
+        raise InputError(f"{name}: entry {idx} is {a[idx]}; every entry must be a finite number")
+
+
+def collection(x: Any, name: str = "inputs") -> np.ndarray:
+    """A collection of N sequences of n tokens in R^d: a finite (N, n, d) array."""
+    a = _real_array(x, name)
+    if a.ndim != 3:
+        raise InputError(f"{name}: expected an array of shape (N, n, d), got shape {a.shape}")
+    if 0 in a.shape:
+        raise InputError(f"{name}: shape {a.shape} has an empty axis; N, n and d must be >= 1")
+    _finite(a, name)
+    big = float(np.max(np.abs(a.astype(float))))
+    if big > MAX_MAGNITUDE:
+        raise InputError(f"{name}: an entry of magnitude {big:.3g} exceeds {MAX_MAGNITUDE:g}, beyond which the engine "
+                         "refuses states (their logits overflow float64); rescale the data")
+    return a
+
+
+def seed(value: Any, name: str = "seed") -> int:
+    """A seed of ``numpy.random.default_rng``: a whole number >= 0.
+
+    >>> seed(3)
+    3
+    >>> try:
+    ...     seed(-1)
+    ... except InputError as e:
+    ...     print(e)
+    seed must be a whole number >= 0, got -1
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise InputError(f"{name} must be a whole number >= 0, got {value!r}")
+    return int(value)
+
+
+def digits(value: Any, name: str = "dps") -> int:
+    """A working precision in significant digits: a whole number from 1 to MAX_DIGITS.
+
+    >>> try:
+    ...     digits(1000)
+    ... except InputError as e:
+    ...     print(e)
+    dps must be a whole number of digits from 1 to 200, got 1000
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_DIGITS:
+        raise InputError(f"{name} must be a whole number of digits from 1 to {MAX_DIGITS}, got {value!r}")
+    return int(value)
+
+
+def matching(inputs: np.ndarray, targets: np.ndarray) -> None:
+    """Inputs and targets must have the same (N, n, d)."""
+    if inputs.shape != targets.shape:
+        raise InputError(
+            f"targets have shape {targets.shape} but inputs have shape {inputs.shape}; "
+            "N, n and d must agree"
+        )
+
+
+def matrix(x: Any, d: int, name: str) -> np.ndarray:
+    a = _real_array(x, name)
+    if a.shape != (d, d):
+        raise InputError(f"{name}: expected a {d} x {d} matrix, got shape {a.shape}")
+    _finite(a, name)
+    return a
+
+
+def steps(pairs: Sequence[tuple[Any, Any]], what: str = "steps") -> list[tuple[int, Any]]:
+    """A control or network: a list of (block index in {0, 1}, finite signed length)."""
+    out = []
+    for k, pair in enumerate(pairs):
+        try:
+            b, t = pair
+        except (TypeError, ValueError):
+            raise InputError(f"{what}[{k}]: expected a pair (block, length), got {pair!r}") from None
+        if isinstance(b, bool) or b not in (0, 1):
+            raise InputError(f"{what}[{k}]: unknown block index {b!r}; blocks are numbered 0 and 1")
+        tv = float(t)
+        if not np.isfinite(tv):
+            raise InputError(f"{what}[{k}]: length {t} is not a finite number")
+        out.append((int(b), t))
+    return out

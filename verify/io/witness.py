@@ -1,0 +1,440 @@
+"""Witness files: the self-contained JSON record of an interpolation, and its replay.
+
+Schema ``attention-interpolation-witness/1`` (field names are an interface; see README)::
+
+    {
+      "schema": "attention-interpolation-witness/1",
+      "attention": {"causal": false, "beta": 1.0},
+      "blocks": [{"Q": [[...]], "K": [[...]], "V": [[...]]}, {"Q": ..., "K": ..., "V": ...}],
+      "inputs":  N x n x d nested lists,
+      "targets": N x n x d nested lists,
+      "depth": "continuous" | "finite",
+      "steps":  [{"block": 0, "duration": tau}, ...]      (continuous depth)
+      "layers": [{"block": 1, "step": h}, ...]            (finite depth)
+      "tolerance": claimed bound on max |image - target| over all entries,
+      "precision": "float64" or "N digits" (optional: the precision the tolerance holds at;
+                   ``verify check`` replays at N digits unless told otherwise),
+      ... any extra fields (precision, certificate, provenance) are kept as they are.
+    }
+
+Numbers are JSON numbers or decimal strings (for more than 17 significant digits); strings
+are parsed at the working precision of a high-precision replay, so nothing is lost.
+
+A replay passes when  max |image - target| + integration error estimate <= tolerance.
+
+>>> import numpy as np
+>>> from verify.model.blocks import gaussian_blocks
+>>> blocks = gaussian_blocks(0, 2)
+>>> X = np.random.default_rng(0).normal(size=(2, 3, 2))
+>>> w = make(blocks, X, X, "finite", [(0, 0.0)], 1e-12)
+>>> replay(parse(dumps(w)))["passed"]
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from pathlib import Path
+from typing import Any
+
+import mpmath
+import numpy as np
+
+from verify.io import validate
+from verify.io.errors import InputError, IntegrationError
+from verify.io.files import DEFAULT_LIMITS, Limits, check_creatable, create_exclusive, decimal, load_json, parse_json
+from verify.model.backend import namespace, precision
+from verify.model.blocks import Block
+from verify.model.flow import flow
+from verify.model.network import apply, propagated_rounding, rounding_estimate
+from verify.rigorous import enclosure, krawczyk
+
+SCHEMA = "attention-interpolation-witness/1"
+DEPTHS = {"continuous": ("steps", "duration"), "finite": ("layers", "step")}
+REQUIRED = ("schema", "attention", "blocks", "inputs", "targets", "depth", "tolerance")
+OPTIONAL = ("precision", "provenance", "certificate")  # any other top-level field is refused (a typo must not pass)
+VACUOUS = 1e-3  # a tolerance above VACUOUS max(1, max |target|) claims nothing and is refused
+
+
+@dataclass(frozen=True)
+class Witness:
+    """A parsed witness.  Numeric arrays are object arrays holding floats or decimal strings
+    exactly as written; :meth:`blocks_at`, :meth:`array_at` and :meth:`steps_at` convert them
+    to float64 (``dps=None``) or to high-precision numbers (inside :func:`precision`)."""
+
+    causal: bool
+    beta: float
+    matrices: tuple[dict[str, np.ndarray], dict[str, np.ndarray]]
+    inputs: np.ndarray
+    targets: np.ndarray
+    depth: str
+    steps: tuple[tuple[int, Any], ...]
+    tolerance: float
+    extra: dict[str, Any] = dc_field(default_factory=dict)
+
+    @property
+    def digits(self) -> int | None:
+        """The precision the witness says it replays at: N for ``"precision": "N digits"``,
+        None for float64 (or no precision field)."""
+        return parse_precision(self.extra.get("precision", "float64"))
+
+    def blocks_at(self, dps: int | None = None) -> tuple[Block, Block]:
+        return tuple(  # type: ignore[return-value]
+            Block(*(_convert(m[k], dps) for k in "QKV"), beta=self.beta, causal=self.causal)
+            for m in self.matrices
+        )
+
+    def array_at(self, name: str, dps: int | None = None) -> np.ndarray:
+        return _convert(getattr(self, name), dps)
+
+    def steps_at(self, dps: int | None = None) -> list[tuple[int, Any]]:
+        if dps is None:
+            return [(b, float(t)) for b, t in self.steps]
+        xp = namespace("mpmath")
+        return [(b, xp.asarray(t)[()]) for b, t in self.steps]
+
+
+def parse_precision(label: Any, source: str = "witness") -> int | None:
+    """The digits of a ``"precision"`` field: None for ``"float64"``, N for ``"N digits"`` (N
+    from 1 to :data:`verify.io.validate.MAX_DIGITS`); anything else is refused, not read as float64."""
+    words = label.split() if isinstance(label, str) else []
+    if label == "float64":
+        return None
+    if len(words) != 2 or words[1] != "digits" or not (words[0].isascii() and words[0].isdigit()):
+        raise InputError(f"{source}: precision is {label!r}; expected 'float64' or 'N digits'")
+    return validate.digits(int(words[0]), f"{source}: the precision")
+
+
+def precision_label(dps: int | None) -> str:
+    """The ``"precision"`` field for a replay in float64 (None) or at ``dps`` digits; the
+    inverse of :attr:`Witness.digits`."""
+    return "float64" if dps is None else f"{dps} digits"
+
+
+def _convert(a: np.ndarray, dps: int | None) -> np.ndarray:
+    if dps is None:
+        return np.asarray(a.astype(float), dtype=float)
+    return namespace("mpmath").asarray(a)
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def _number(v: Any, where: str) -> Any:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise InputError(f"{where}: expected a number or a decimal string, got {v!r}")
+    if isinstance(v, str):
+        f = float(decimal(v, where))
+    else:
+        try:
+            f = float(v)
+        except OverflowError:
+            f = math.inf
+    if not math.isfinite(f):
+        raise InputError(f"{where}: {v!r} is not a finite number")
+    return v if isinstance(v, str) else float(v)
+
+
+def _array(v: Any, where: str, ndim: int) -> np.ndarray:
+    def walk(x: Any, depth: int, path: str) -> Any:
+        if depth == ndim:
+            return _number(x, path)
+        if not isinstance(x, list):
+            raise InputError(f"{where}: expected {ndim} levels of nested lists, found {type(x).__name__} at {path}")
+        return [walk(y, depth + 1, f"{path}[{i}]") for i, y in enumerate(x)]
+
+    rows = walk(v, 0, where)
+    try:
+        a = np.array(rows, dtype=object)
+    except ValueError:
+        a = None
+    if a is None or a.ndim != ndim:
+        raise InputError(f"{where}: nested lists are ragged; expected a rectangular {ndim}-dimensional array")
+    return a
+
+
+def parse_attention(att: Any, source: str) -> tuple[bool, float]:
+    """(causal, beta) from an ``attention`` object."""
+    if not isinstance(att, dict) or not isinstance(att.get("causal", False), bool) or set(att) - {"causal", "beta"}:
+        raise InputError(f"{source}: 'attention' must be an object with a boolean 'causal' and a number 'beta'")
+    return att.get("causal", False), float(_number(att.get("beta", 1.0), f"{source}: attention.beta"))
+
+
+def parse_blocks(bl: Any, source: str, d: int | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The two blocks' Q, K, V (object arrays of numbers or decimal strings), d x d each;
+    d defaults to the size of the first Q."""
+    if not isinstance(bl, list) or len(bl) != 2:
+        raise InputError(f"{source}: 'blocks' must be a list of exactly two objects with Q, K, V")
+    mats = []
+    for b, blk in enumerate(bl):
+        if not isinstance(blk, dict) or set(blk) != set("QKV"):
+            raise InputError(f"{source}: blocks[{b}] must be an object with exactly the fields Q, K, V")
+        one = {m: _array(blk[m], f"{source}: blocks[{b}].{m}", 2) for m in "QKV"}
+        if d is None:  # from the first Q, which must then be square
+            if one["Q"].shape[0] != one["Q"].shape[1]:
+                raise InputError(f"{source}: blocks[{b}].Q: expected a square d x d matrix, got shape {one['Q'].shape}")
+            d = one["Q"].shape[0]
+        for m, a in one.items():
+            validate.matrix(a.astype(float), d, f"{source}: blocks[{b}].{m}")
+        mats.append(one)
+    return mats[0], mats[1]
+
+
+def parse(text: str, source: str = "witness", limits: Limits = DEFAULT_LIMITS) -> Witness:
+    """Parse and validate witness JSON text (strictly: :func:`verify.io.files.parse_json`)."""
+    return from_dict(parse_json(text, source), source, limits)
+
+
+def from_dict(doc: Any, source: str = "witness", limits: Limits = DEFAULT_LIMITS) -> Witness:
+    if not isinstance(doc, dict):
+        raise InputError(f"{source}: expected a JSON object at the top level")
+    missing = [k for k in REQUIRED if k not in doc]
+    if missing:
+        raise InputError(f"{source}: missing field(s) {', '.join(missing)}")
+    unknown = [k for k in doc if k not in (*REQUIRED, *OPTIONAL, "steps", "layers")]
+    if unknown:
+        raise InputError(f"{source}: unknown field(s) {', '.join(repr(k[:40]) for k in unknown[:5])}; a witness holds "
+                         f"{', '.join(REQUIRED)}, steps or layers, and optionally {', '.join(OPTIONAL)}")
+    if doc["schema"] != SCHEMA:
+        raise InputError(f"{source}: schema is {doc['schema']!r}; this tool reads {SCHEMA!r}")
+    causal, beta = parse_attention(doc["attention"], source)
+    if not isinstance(doc["depth"], str) or doc["depth"] not in DEPTHS:
+        raise InputError(f"{source}: depth is {doc['depth']!r}; expected 'continuous' or 'finite'")
+    depth = doc["depth"]
+    key, length = DEPTHS[depth]
+    if key not in doc:
+        raise InputError(f"{source}: depth is {depth!r} but the field {key!r} is missing")
+    inputs = _array(doc["inputs"], "inputs", 3)
+    targets = _array(doc["targets"], "targets", 3)
+    validate.collection(inputs.astype(float), "inputs")
+    validate.collection(targets.astype(float), "targets")
+    validate.matching(inputs, targets)
+    d = inputs.shape[2]
+    mats = parse_blocks(doc["blocks"], source, d)
+    raw = doc[key]
+    if not isinstance(raw, list):
+        raise InputError(f"{source}: {key!r} must be a list of objects {{'block': 0|1, {length!r}: number}}")
+    if len(raw) > limits.max_steps:
+        raise InputError(f"{source}: {len(raw)} {key}, over the limit of {limits.max_steps}; raise it with --max-steps")
+    other = "layers" if key == "steps" else "steps"
+    if other in doc:
+        raise InputError(f"{source}: depth is {depth!r}, which reads {key!r}, but the witness also has {other!r}")
+    steps = []
+    for k, s in enumerate(raw):
+        if not isinstance(s, dict) or set(s) != {"block", length}:
+            raise InputError(f"{source}: {key}[{k}] must be an object with exactly the fields 'block' and {length!r}")
+        steps.append((s["block"], _number(s[length], f"{key}[{k}].{length}")))
+    validate.steps(steps, key)
+    tol = float(_number(doc["tolerance"], "tolerance"))
+    if tol < 0:
+        raise InputError(f"{source}: tolerance must be non-negative, got {tol}")
+    vacuous(tol, targets.astype(float), source)
+    extra = {k: v for k, v in doc.items() if k not in (*REQUIRED, "steps", "layers")}
+    parse_precision(extra.get("precision", "float64"), source)
+    return Witness(causal, beta, mats, inputs, targets, depth, tuple(steps), tol, extra)
+
+
+def vacuous(tolerance: float, targets: np.ndarray, source: str) -> None:
+    """Refuse a tolerance that is not small against the targets' scale: above VACUOUS
+    max(1, max |target|) any image near the targets' size would pass, and a PASS says nothing."""
+    bound = VACUOUS * max(1.0, float(np.max(np.abs(targets))))
+    if not tolerance <= bound:
+        raise InputError(f"{source}: tolerance {tolerance:.3g} is not small against the targets (max |target| "
+                         f"{float(np.max(np.abs(targets))):.3g}): above {bound:.3g} a PASS would claim nothing")
+
+
+def load(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Witness:
+    """Read a witness file (a regular file within ``limits``), with a one-line error for
+    missing, unreadable or malformed files."""
+    return from_dict(load_json(path, limits), str(path), limits)
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _jsonable(a: Any) -> Any:
+    if isinstance(a, np.ndarray):
+        return [_jsonable(x) for x in a] if a.ndim else _jsonable(a[()])
+    if isinstance(a, (list, tuple)):
+        return [_jsonable(x) for x in a]
+    if isinstance(a, (float, np.floating)):
+        return float(a)
+    if isinstance(a, (int, np.integer)):
+        return int(a)
+    if isinstance(a, mpmath.mpf):  # all the digits its mantissa holds, whatever the current precision
+        return mpmath.nstr(a, math.ceil(max(53, int(a.man).bit_length()) * math.log10(2)) + 1, strip_zeros=False)
+    return str(a)  # other high-precision numbers: decimal strings with all their digits
+
+
+def make(
+    blocks: Sequence[Block],
+    inputs: Any,
+    targets: Any,
+    depth: str,
+    steps: Sequence[tuple[int, Any]],
+    tolerance: float,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A witness as a JSON-ready dict (floats stay JSON numbers, high-precision numbers
+    become decimal strings)."""
+    if depth not in DEPTHS:
+        raise InputError(f"depth must be 'continuous' or 'finite', got {depth!r}")
+    key, length = DEPTHS[depth]
+    doc = {
+        "schema": SCHEMA,
+        "attention": {"causal": bool(blocks[0].causal), "beta": float(blocks[0].beta)},
+        "blocks": [{m: _jsonable(getattr(b, m)) for m in "QKV"} for b in blocks],
+        "inputs": _jsonable(inputs),
+        "targets": _jsonable(targets),
+        "depth": depth,
+        key: [{"block": int(b), length: _jsonable(t)} for b, t in steps],
+        "tolerance": float(tolerance),
+    }
+    return doc | {k: v for k, v in extra.items() if v is not None}
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=1, sort_keys=False) + "\n"
+
+
+def save(doc: dict[str, Any], path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write a witness; refuses to replace an existing file (or a link) unless ``overwrite``."""
+    p = Path(path)
+    if overwrite:
+        p.write_text(dumps(doc), encoding="utf-8")
+    else:
+        create_exclusive(check_creatable(p), dumps(doc))
+    return p
+
+
+# ---------------------------------------------------------------- replay
+
+
+def _network_rounding(w: Witness, end: Any, unit: float) -> float:
+    """The rounding a replay of the network at ``unit`` carries to its end (estimated with
+    float64 sensitivities; the plain per-layer estimate where those overflow)."""
+    plain = rounding_estimate(len(w.steps), end, unit)
+    propagated = propagated_rounding(w.blocks_at(), w.steps_at(), w.array_at("inputs"), unit)  # inf on overflow
+    return max(plain, propagated) if math.isfinite(propagated) else plain
+
+
+@dataclass(frozen=True)
+class Image:
+    """A replay's image of the inputs (an array in the replay's arithmetic), the estimate of
+    its error (flows: the integrator's; networks: the rounding the layers propagate), and the
+    work it took (``{"taylor_steps": ...}`` for flows)."""
+
+    end: Any
+    estimate: float
+    work: dict[str, Any]
+
+
+def image(w: Witness, dps: int | None = None) -> Image:
+    """The image of the witness's inputs under its control or network, in float64
+    (``dps=None``) or at ``dps`` digits.  Raises :class:`IntegrationError` where the arithmetic
+    cannot follow it (overflow, more Taylor steps than the cap)."""
+    # overflows are refused with a reason (flow's own check, the network's below), not warned of
+    with precision(dps) if dps is not None else nullcontext(), np.errstate(all="ignore"):
+        blocks = w.blocks_at(dps)
+        X = w.array_at("inputs", dps)
+        steps = w.steps_at(dps)
+        unit = 2.0**-52 if dps is None else 10.0**-dps
+        if w.depth == "continuous":
+            res = flow(blocks, steps, X, dps=dps, propagate=True)
+            return Image(end=res.end, estimate=float(res.error_estimate), work={"taylor_steps": res.taylor_steps})
+        end = apply(blocks, steps, X, dps=dps).end
+        scale = float(np.max(np.abs(np.asarray(end, dtype=float))))
+        if not scale <= validate.MAX_MAGNITUDE:
+            raise IntegrationError(f"the network's image overflowed (max |x| = {scale:.3g} in {precision_label(dps)}); "
+                                   "its steps are too large for the data")
+        return Image(end=end, estimate=float(_network_rounding(w, end, unit)), work={})
+
+
+def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
+    """Replay a witness in float64 (``dps=None``) or at ``dps`` digits; return the verdict.
+
+    ``error`` is max |image - target|; ``integration_error_estimate`` is the integrator's
+    estimate (continuous depth) or, in finite depth, the rounding the layers propagate at this
+    precision (:func:`verify.model.network.propagated_rounding`: long networks can amplify it by
+    1e20 and more), at least 4 (L + 1) unit roundoff max |x|.
+
+    ``verdict`` is PASS when error + estimate <= tolerance, FAIL when error - estimate >
+    tolerance, and UNDECIDED otherwise (the estimate straddles the tolerance) or when the
+    arithmetic cannot follow the witness (``reason`` says why); ``passed`` is verdict == PASS.
+    More digits (``dps``) or ``verify check --certify`` decide an undecided witness.
+    """
+    N, n, d = w.inputs.shape
+    out = {"tolerance": w.tolerance, "depth": w.depth, "length": len(w.steps), "shape": {"N": N, "n": n, "d": d},
+           "causal": w.causal, "precision": precision_label(dps)}
+    try:
+        img = image(w, dps)
+    except IntegrationError as exc:
+        return {"passed": False, "verdict": "UNDECIDED", "reason": str(exc), "error": math.nan,
+                "integration_error_estimate": math.inf} | out
+    with precision(dps) if dps is not None else nullcontext():
+        error = float(np.max(np.abs(img.end - w.array_at("targets", dps))))
+    if math.isinf(img.estimate):
+        verdict, reason = "UNDECIDED", ("the flow amplifies the rounding of this arithmetic past what a linearised "
+                                        "error estimate can follow (more than half the digits lost)")
+    elif error + img.estimate <= w.tolerance:
+        verdict, reason = "PASS", None
+    elif error - img.estimate > w.tolerance:
+        verdict, reason = "FAIL", None
+    else:
+        verdict, reason = "UNDECIDED", (f"the image is within {error:.2e} of the targets but its error estimate "
+                                        f"{img.estimate:.1e} straddles the tolerance {w.tolerance:.2e}")
+    return {"passed": verdict == "PASS", "verdict": verdict, "error": error,
+            "integration_error_estimate": img.estimate} | ({"reason": reason} if reason else {}) | out | img.work
+
+
+CERTIFY_DIGITS = (30, 60, 120, 200)  # Arb precisions tried in turn: plain balls widen with the rounding they wrap
+
+
+def certify(w: Witness, digits: int | None = None, deadline: float = math.inf, existence: bool = False) -> dict[str, Any]:
+    """Replay in Arb ball arithmetic (:mod:`verify.rigorous.enclosure`): CERTIFIED when every ball of
+    image - target lies within the tolerance, FAIL when one lies wholly outside, UNDECIDED
+    otherwise or when no enclosure could be made (``reason``).  The digits escalate through
+    CERTIFY_DIGITS (from ``digits`` when given) while the enclosure is undecided and narrowing:
+    the balls of a network from exact inputs are wide only by the rounding they wrap, those of
+    a flow mostly by its Taylor remainders, whose share of the tolerance (SHARE at the first
+    digits) tightens with the digits.
+
+    With ``existence``, a continuous witness that is not refuted also gets ``existence``: the
+    Krawczyk test of :func:`verify.rigorous.krawczyk.certify_control` (exact durations near the free
+    ones map the inputs exactly onto the targets), within the same deadline."""
+    N, n, d = w.inputs.shape
+    out = {"tolerance": w.tolerance, "depth": w.depth, "length": len(w.steps), "shape": {"N": N, "n": n, "d": d},
+           "causal": w.causal}
+    if not all(isinstance(v, float) for m in w.matrices for a in m.values() for v in a.ravel()):
+        return out | {"verdict": "UNDECIDED", "certified": False, "precision": "Arb balls",
+                      "reason": "block entries given as decimal strings are not enclosed yet; write them as JSON numbers"}
+    blocks = w.blocks_at()  # binary64 entries, exactly
+    inputs = np.array(w.inputs, dtype=object)  # floats exactly, decimal strings enclosed by Arb
+    levels = [D for D in CERTIFY_DIGITS if digits is None or D >= digits] or [digits]
+    result, width, enc = None, math.inf, None
+    for D in levels:
+        try:
+            if w.depth == "continuous":
+                enc = enclosure.enclose_flow(blocks, list(w.steps), inputs, D, deadline=deadline, tolerance=w.tolerance,
+                                             share=enclosure.SHARE ** (D / CERTIFY_DIGITS[0]))
+            else:
+                enc = enclosure.enclose_network(blocks, list(w.steps), inputs, D)
+        except IntegrationError as exc:
+            result = out | {"verdict": "UNDECIDED", "certified": False, "precision": f"Arb balls at {D} digits",
+                            "reason": str(exc)}
+            if "deadline" in str(exc):
+                break
+            continue
+        result = out | {"precision": f"Arb balls at {D} digits"} | enclosure.verdict(enc, w.targets, w.tolerance, D)
+        if result["verdict"] != "UNDECIDED" or not enc.width < width / 10:
+            break
+        width = enc.width
+    if existence and w.depth == "continuous" and enc is not None and result["verdict"] != "FAIL":
+        result["existence"] = krawczyk.certify_control(blocks, list(w.steps), inputs, w.targets, tolerance=w.tolerance,
+                                                       digits=D, deadline=deadline)
+    return result

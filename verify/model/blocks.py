@@ -1,0 +1,64 @@
+"""Attention blocks theta = (Q, K, V) and their Gaussian initialisation.
+
+A block holds three d x d matrices and the attention settings that the theorems fix for both
+blocks at once: the inverse temperature ``beta`` (logits l_ij = beta <Q x_i, K x_j>) and the
+``causal`` flag (token i attends to j <= i only).
+
+Gaussian initialisation draws the entries of Q_0, K_0, V_0, Q_1, K_1, V_1, in that order,
+i.i.d. N(0, 1/d) from ``numpy.random.default_rng(seed)``, so the seed determines both blocks.
+
+>>> b0, b1 = gaussian_blocks(seed=0, d=2)
+>>> b0.Q.shape, b1.V.shape
+((2, 2), (2, 2))
+>>> bool((gaussian_blocks(0, 2)[1].K == b1.K).all())
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from verify.io import validate
+from verify.io.errors import InputError
+
+
+@dataclass(frozen=True)
+class Block:
+    """One single-head attention block.  ``Q``, ``K``, ``V`` are (d, d) NumPy arrays, float64
+    or (for high precision) object arrays of ``mpmath.mpf``."""
+
+    Q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+    beta: float = 1.0
+    causal: bool = False
+    name: str = field(default="", compare=False)
+
+    @property
+    def d(self) -> int:
+        return int(self.Q.shape[0])
+
+    def matrices(self) -> dict[str, np.ndarray]:
+        return {"Q": self.Q, "K": self.K, "V": self.V}
+
+    def with_matrices(self, **mats: Any) -> Block:
+        """A copy with some of Q, K, V replaced (used for degenerate blocks)."""
+        m = self.matrices() | mats
+        return Block(m["Q"], m["K"], m["V"], self.beta, self.causal, self.name)
+
+
+def gaussian_blocks(
+    seed: int, d: int, *, beta: float = 1.0, causal: bool = False
+) -> tuple[Block, Block]:
+    """The two blocks of DESIGN §2 drawn from ``default_rng(seed)`` with entries N(0, 1/d)."""
+    if d < 1:
+        raise InputError(f"token dimension d must be at least 1, got {d}")
+    rng = np.random.default_rng(validate.seed(seed, "the blocks' seed"))
+    mats = rng.normal(0.0, 1.0 / np.sqrt(d), size=(2, 3, d, d))
+    return tuple(  # type: ignore[return-value]
+        Block(m[0], m[1], m[2], beta=beta, causal=causal, name=f"seed {seed}, block {b}")
+        for b, m in enumerate(mats)
+    )

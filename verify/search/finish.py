@@ -1,0 +1,454 @@
+"""The finish: from a shooting fit to a control or network that replays within tolerance.
+
+The search (:mod:`verify.search.solver`) hands over a member of a shooting system
+(:class:`verify.search.shooting.Shooting`) whose segments are within its search tolerance:
+tolerance / 10 for networks, 1e-3 on the RK4 surrogate for controls.  What is returned must
+replay within the tolerance, and so must a replay by other code.
+
+* :func:`finish_network` (finite depth): the segments are chained into one network and, if
+  the chaining amplified the segment residuals past the tolerance, polished by Gauss-Newton.
+  A network whose float64 replay cannot be trusted to the tolerance (its error plus twice its
+  propagated rounding exceeds it: long networks often amplify rounding a millionfold) is
+  refined at ``HIGH_DPS`` digits or more (:func:`high_digits`, from that amplification), its
+  segments first (:func:`refine_segments_in_precision`), then the whole network
+  (:func:`refine_in_precision`), and returned with those digits.
+* :func:`finish_control` (continuous depth): a fit of the RK4 surrogate is refitted on RK4
+  steps of half, a quarter and an eighth the size (Levenberg-Marquardt on that one member to
+  1e-8: plain steps, and the search's accelerated ones if those stall,
+  ``REFIT_ACCELERATIONS``), then takes chord steps on the exact flows of the segments (Taylor
+  residuals and Jacobians, the segments' flows in lock step, :func:`verify.model.flow.flow_batch`)
+  and, after chaining, on the whole control (the exact Jacobian of its flow).  The control is
+  then replayed at ``FLOW_DPS`` digits: unless its error there plus twice the drift of its
+  float64 replay from that one is within tolerance (long controls amplify rounding as long
+  networks do), it is refined at ``FLOW_DPS`` digits (more if the drift asks for them) with
+  the same chord and returned with those digits.  Where the chaining amplified the segment
+  residuals beyond what float64 chord steps can remove (``gain``, chained residual over
+  segment residual, times float64 rounding above tolerance / 10), or the float64 chord
+  stalled above tolerance, the segments are refined first at :func:`high_digits` of that
+  gain, as in finite depth, then the chained control at the same digits; a chained control
+  within ``NEAR_CHAINED`` of the targets gets chord steps at those digits first, and its
+  segments are refined only if they fail.
+
+Each returns ``(outcome, jacobians)``: the outcome is ``(steps, error, dps)`` (``dps`` None for
+float64 steps) or the stage at which the fit was lost, a key of ``LOSSES``.
+
+>>> import numpy as np
+>>> from verify.model.blocks import gaussian_blocks
+>>> from verify.search.shooting import Shooting
+>>> blocks = gaussian_blocks(0, 2)
+>>> X = np.random.default_rng(1).normal(size=(1, 2, 2))
+>>> h = np.random.default_rng(2).uniform(-0.5, 0.5, 8)
+>>> from verify.model.network import apply
+>>> Y = apply(blocks, [(k % 2, t) for k, t in enumerate(h)], X).end
+>>> shoot = Shooting(blocks, X, Y, segments=1, steps=8)
+>>> (steps, err, dps), jacobians = finish_network(shoot, h + 1e-12, 1e-10)
+>>> len(steps), err <= 1e-10, dps
+(8, True, None)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from verify.io.errors import IntegrationError
+from verify.model.backend import precision
+from verify.model.blocks import Block
+from verify.model.flow import flow, flow_batch
+from verify.model.network import apply, propagated_rounding
+from verify.search.newton import chord, chord_in_precision, levenberg_marquardt
+from verify.search.shooting import Shooting, population_lm
+from verify.search.steering import Steps, merge
+
+# Continuous depth: Jacobians per refit of the RK4 surrogate on halved steps.  The refit is the
+# search's own Levenberg-Marquardt step with geodesic acceleration, on the one member: of 8
+# surrogate fits (1e-3) that the refit before (Gauss-Newton, then damped steps, 60 Jacobians)
+# lost on seed 12 m = 8 instances 6 and 8 (4 of them in a variant, not adopted, that capped
+# the RK4 step at 1), whose residuals on the halved steps were 6e-3 to 20 (the fits largely
+# artefacts of their steps), it took 5 to 1e-8 within 150 Jacobians (21 to 118) and a sixth
+# in 184, where the refit before reached 1e-8 on 2 even with 300.
+# (A homotopy between the two step sizes did worse than one refit, 3 of 8 seed 11 instances
+# solved against 4: tracking the artefact costs the budget.)
+REFINE_JACOBIANS = 150
+# Each refit first takes plain Levenberg-Marquardt steps, and only if they stall the accelerated
+# ones (Settings.acceleration) from the same start: the curvature that acceleration needs costs
+# about as much as a Jacobian.  On six captured fits (m = 8 and 18) plain steps finished four
+# of them 1.6-1.9 times faster (m = 18, seed 123 instance 1: 40 s instead of 65 s; seed 11
+# instance 3: 40 s instead of 69 s) and stalled on the other two within 1.8 and 3.8 s, which the
+# accelerated refit then finishes as before.
+REFIT_ACCELERATIONS = (0.0,)
+# A refit that has not halved its residual over REFIT_PATIENCE Jacobians is given up (the
+# population's ``patience``): near a flow the refit converges fast, while the surrogate's
+# artefacts crawl.  On the design seed 11 (m = 8, 60 s) 45 refits were logged: the 14 that
+# reached 1e-8 halved their residual within 3-4 Jacobians and cut it tenfold within 3-7 (66
+# Jacobians at most in all), while 29 of the 31 failures crawled to the 150 (ending at 6.5e-8
+# to 0.74) and took 76 of the 85.5 s that refits cost (the other two met the deadline).
+# Replayed on those logs, patience 15 cuts none of the 14 and saves 55 s; patience 10 cuts one.
+# (The seed 12 refits of 21 to 118 Jacobians above were measured without it; on the fresh seeds
+# 129 and 130, paired, it solved the same instances with the same witnesses.)
+REFIT_PATIENCE = 15
+
+# Continuous depth: the chord steps of the finish take the exact Jacobians of the flows
+# (Taylor tangents), not those of an RK4 scheme, which long durations make wrong: on seed 11
+# m = 18 instance 3 (durations up to 2.1) the RK4 Jacobian of the chained control with 32 RK4
+# steps per control step (the default until then) was off by 1.4e7 in entries of 1.3e7, and
+# its chord step raised the 24-digit residual from 1.4e-9 to 3.5e-9 (with 128 steps: 1.3e-11
+# at 16 s a Jacobian); the exact one (10 s) took it to 2.6e-17 in one step.  On the segments
+# of instance 5, which eight RK4 steps per control step left 0.72 from the exact flows, chord
+# steps with those RK4 Jacobians stalled at 2e-8 after eight, the exact ones reached 3e-12 in five.
+#
+# A chained control whose float64 residual is at most NEAR_CHAINED, but which float64 chord
+# steps cannot bring within tolerance (its float64 replay drifts from the exact flow by more,
+# 4e-9 on instance 3, where the chaining left 5.4e-9), gets chord steps on the whole control at
+# high precision at once, and its segments are refined at that precision only if they fail
+# (on instance 3 the finish then took 69 s instead of 118 s).  From far off such steps overshoot
+# (seen from 1.7e-2, below); 1e-6 is a choice well short of that, not tuned.
+NEAR_CHAINED = 1e-6
+
+# Digits for networks and controls too unstable for float64, at least.  Most found networks
+# propagate at most about 1e12 units of rounding (a float64 replay 7e-4 off), which is 1e-18 at
+# 30 digits; some chain into far more (2e22 units at m = 32, seed 4 instance 6), and then
+# :func:`high_digits` adds digits, up to MAX_DPS (beyond it the network is not returned).
+HIGH_DPS = 30
+MAX_DPS = 100
+
+# Continuous controls start lower: a flow's cost grows with its digits (its Taylor order, and the
+# orders a split series keeps in precision), and :func:`high_digits` still adds what the gain
+# asks for.  A 180-step control at m = 18 flows in 3.4 s at 23 digits and 7.5 s at 30.
+FLOW_DPS = 24
+
+# What float64 steps on a network or a segment's flow reliably bring a residual to, relative to
+# the data's scale (max(1, max |x|)): finite searches aimed at 1e-21 bottomed out at 1.3e-15 to
+# 5.8e-15 (an m = 8 instance, three runs).  Below it (a tolerance under 1e-11) the search and
+# the segments stop there and the rest is done at high precision, which a float64 fit aimed
+# further would never hand over to.
+FLOAT64_REACH = 1e-12
+
+
+def float64_reach(X: np.ndarray, Y: np.ndarray) -> float:
+    """FLOAT64_REACH at the scale of the data."""
+    return FLOAT64_REACH * max(1.0, float(np.abs(X).max()), float(np.abs(Y).max()))
+
+
+# Where a fit that reached the search tolerance (finite: tolerance / 10 or float64_reach;
+# continuous: 1e-3 on the RK4 surrogate) can be lost on its way to a returned control or
+# network, the keys of ``Solution.lost``.  Most continuous fits are lost at the refit: on seed 24 m = 8 (60 s) four
+# misses lost fits there (durations 1.3 to 8.3 on one or two RK4 steps per control step), one of
+# them another at the budget (its segments' exact flows took 12 s) and one another integrating
+# its chained control (over 10 000 Taylor steps, tokens at |x| = 105); on seed 33 instance 2
+# lost 7 fits at the refit, instance 0 two there and one at the segments' exact flows.
+LOSSES = {
+    "refit": "at the refit on finer RK4 steps (the surrogate's fit did not carry over to them)",
+    "segments": "at the exact flows of the segments",
+    "precision": f"needing more than {MAX_DPS} digits",
+    "chord": "at the chord steps on the whole control or network",
+    "integration": "integrating a flow (overflow or the Taylor-step cap)",
+    "deadline": "at the time budget",
+}
+
+
+def image(blocks: Sequence[Block], steps: Steps, X: np.ndarray, depth: str) -> np.ndarray | None:
+    """Image of X under the control (continuous) or network (finite); None on overflow."""
+    try:
+        end = apply(blocks, steps, X).end if depth == "finite" else flow(blocks, steps, X).end
+    except IntegrationError:
+        return None
+    return end if np.all(np.isfinite(end)) else None
+
+
+def replay_error(blocks: Sequence[Block], steps: Steps, X: np.ndarray, Y: np.ndarray, depth: str) -> float:
+    """max |image - target| of the control (continuous) or network (finite); inf on overflow."""
+    end = image(blocks, steps, X, depth)
+    return math.inf if end is None else float(np.abs(end - Y).max())
+
+
+def amplification(rounding: float) -> float:
+    """How many float64 units of rounding a replay propagates (at least 1), from the estimate
+    ``rounding`` of its rounding (:func:`verify.model.network.propagated_rounding`, or a float64
+    replay's drift from an exact one)."""
+    return max(rounding / 2.0**-52, 1.0)
+
+
+def high_digits(gain: float, tol: float, floor: int = HIGH_DPS) -> int | None:
+    """Digits at which a replay that amplifies its rounding ``gain``-fold stays 1e-3 * tol
+    from the exact image, with 4 digits to spare for the residuals driven below that (at
+    least ``floor``); None when that is more than MAX_DPS digits or the gain overflowed (the
+    replay is not refined, and its control not returned).
+
+    >>> high_digits(1e6, 1e-10), high_digits(2e22, 1e-10), high_digits(1e97, 1e-10), high_digits(math.inf, 1e-10)
+    (30, 40, None, None)
+    >>> high_digits(1e6, 1e-10, FLOW_DPS), high_digits(1e11, 1e-10, FLOW_DPS)
+    (24, 28)
+    """
+    if not math.isfinite(gain):
+        return None
+    dps = max(floor, math.ceil(math.log10(gain) - math.log10(1e-3 * tol)) + 4)  # the quotient can overflow
+    return dps if dps <= MAX_DPS else None
+
+
+def high_precision_end(blocks, steps, X, depth: str, dps: int = HIGH_DPS, deadline: float = math.inf) -> np.ndarray:
+    """The image of X at ``dps`` digits (an object array of mpmath numbers).  A flow past
+    ``deadline`` raises :class:`IntegrationError` (a 30-digit flow of a long control can take
+    a minute; a network at 30-40 digits takes seconds at most)."""
+    with precision(dps):
+        if depth == "finite":
+            return apply(blocks, steps, X, dps=dps).end
+        return flow(blocks, steps, X, dps=dps, deadline=deadline).end
+
+
+def float_replay_check(blocks, control, X, Y, deadline: float = math.inf) -> tuple[np.ndarray, float, float]:
+    """The residual (flattened, rounded to float64) of a float64 control at ``FLOW_DPS`` digits,
+    the drift of its float64 replay from that image, and the float64 replay's own error
+    max |image - Y|.  The control is returned as float64 when max |residual| + 2 drift is within
+    tolerance: another float64 replay, twice as far from the exact flow, still passes."""
+    exact = high_precision_end(blocks, control, X, "continuous", FLOW_DPS, deadline)
+    residual, end = (exact - Y).ravel().astype(float), image(blocks, control, X, "continuous")
+    if end is None:
+        return residual, math.inf, math.inf
+    return residual, float(np.abs((exact - end).astype(float)).max()), float(np.abs(end - Y).max())
+
+
+def exact_jacobian(blocks, pattern, z, X, depth: str, deadline: float = math.inf, dps: int | None = None) -> np.ndarray:
+    """The float64 Jacobian of the image with respect to the step sizes (finite: the layers'
+    step derivatives) or durations (continuous: the flow's exact sensitivities) z.  With
+    ``dps`` (finite depth), a network's computed at that many digits from z as given, then
+    rounded: the float64 one of a network unstable enough to need them is not even a chord's."""
+    if dps is not None and depth == "finite":
+        with precision(dps):
+            return apply(blocks, list(zip(pattern, z, strict=True)), X, dps=dps, sensitivities=True).d_steps.astype(float)
+    steps = list(zip(pattern, np.asarray(z, dtype=float), strict=True))
+    if depth == "finite":
+        return apply(blocks, steps, X, sensitivities=True).d_steps
+    return flow(blocks, steps, X, sensitivities=True, deadline=deadline).d_durations
+
+
+def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline: float = math.inf,
+                        max_iter: int = 8, depth: str = "finite", jacobian=None, r=None) -> tuple[list, float, int]:
+    """:func:`chord` on a network or control whose float64 replay is too unstable for the
+    tolerance: the residual at ``dps`` digits (steps kept at ``dps`` digits; its float64
+    rounding is accurate to 16 digits of itself), the step from a float64 Jacobian of the step
+    sizes or durations (by default the layer derivatives, or the flow's duration sensitivities;
+    ``jacobian`` replaces it, e.g. by one the caller caches; ``r``, if the caller has it, is the
+    residual at h at ``dps`` digits, which is then not computed again).  Returns the steps (as
+    mpmath numbers), the last max |r| and the Jacobians used."""
+    def residual(z):
+        return image_residual(blocks, pattern, z, X, Y, depth, dps, deadline)
+
+    def float_jacobian(z):
+        return jacobian(z.astype(float)) if jacobian else exact_jacobian(blocks, pattern, z, X, depth, deadline)
+
+    hm, err, jacobians = chord_in_precision(residual, float_jacobian, h, tol, dps, deadline, max_iter, r)
+    return [(b, t) for b, t in zip(pattern, hm, strict=True) if t != 0], err, jacobians
+
+
+def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps: int, deadline: float = math.inf,
+                                 max_iter: int = 8) -> tuple[np.ndarray, float, int]:
+    """:func:`chord` on a shooting system (step sizes or durations, and intermediate states):
+    each segment's residual at ``dps`` digits (its network, or for ``scheme="rk4"`` the exact
+    flow of its control, all segments in lock step by :func:`verify.model.flow.flow_batch`: at m = 18
+    the residual of 30 segments took 4.1 s and 3.7 s instead of 5.5 s and 4.7 s one at a
+    time), the step from the float64 shooting Jacobian.  A chained network or control
+    multiplies the segment residuals by the Jacobians of the segments after them (1e8 and more
+    in long networks), so a float64 fit within 1e-12 can chain into a network 1e-4 off; with
+    segment residuals at 1e-25 it cannot.
+    Returns the member (as mpmath numbers), its last max |r| and the Jacobians used."""
+    S, L, pattern = shoot.segments, shoot.steps, shoot.pattern()
+    depth = "continuous" if shoot.scheme == "rk4" else "finite"
+
+    def residual(z):
+        H, W = z[: S * L].reshape(S, L), z[S * L:].reshape((S - 1,) + shoot.X.shape)
+        starts, ends = [shoot.X, *W], [*W, shoot.Y]
+        if depth == "continuous":  # the segments' flows in lock step
+            images = flow_batch(shoot.blocks, pattern, H, np.stack(starts), dps=dps, deadline=deadline).end
+        else:
+            images = [high_precision_end(shoot.blocks, list(zip(pattern, H[s], strict=True)), starts[s], depth, dps)
+                      for s in range(S)]
+        return np.concatenate([(images[s] - ends[s]).ravel() for s in range(S)]).astype(float)
+
+    def jacobian(z):
+        return shoot.system(z.astype(float)[None], True, exact_flow=depth == "continuous")[1][0]
+
+    return chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter)
+
+
+def image_residual(blocks, pattern, h, X, Y, depth, dps: int | None = None, deadline: float = math.inf) -> np.ndarray:
+    """image - target (flattened) of the steps (pattern[l], h[l]); inf on overflow.  With
+    ``dps``, the image at that many digits (:func:`high_precision_end`, which raises
+    :class:`IntegrationError` on overflow or past ``deadline``), rounded to float64."""
+    steps = list(zip(pattern, h, strict=True))
+    if dps is not None:
+        return (high_precision_end(blocks, steps, X, depth, dps, deadline) - Y).ravel().astype(float)
+    end = image(blocks, steps, X, depth)
+    return np.full(X.size, np.inf) if end is None else end.ravel() - Y.ravel()
+
+
+def chained(shoot: Shooting, x: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """The pattern and step sizes or durations of the segments of member x, one after the other
+    (float64 or mpmath numbers, as x holds them)."""
+    return shoot.pattern() * shoot.segments, x[: shoot.segments * shoot.steps].copy()
+
+
+def finish_network(shoot: Shooting, x: np.ndarray, tol: float, deadline: float = math.inf) -> tuple[Any, int]:
+    """The segments of member x chained into one network; when the chaining amplified the
+    segment residuals past tolerance / 10, Gauss-Newton on the whole network (exact Jacobians),
+    so that a replay by other code has room.  A network is kept only if its error plus twice
+    the rounding its layers propagate (:func:`verify.model.network.propagated_rounding`: ours and
+    another replay each within one estimate of the exact image) is within tolerance; otherwise
+    it is refined at :func:`high_digits` digits, its segments first.  Returns the outcome (see
+    the module docstring) and the Jacobians used."""
+    spent = [0]
+    try:
+        return _network(shoot, x, tol, deadline, spent), spent[0]
+    except IntegrationError:
+        return "integration", spent[0]
+
+
+def _network(shoot: Shooting, x: np.ndarray, tol: float, deadline: float, spent: list[int]) -> Any:
+    blocks, X, Y = shoot.blocks, shoot.X, shoot.Y
+    pattern, h = chained(shoot, x)
+
+    def layers(h):
+        return [(b, float(t)) for b, t in zip(pattern, h, strict=True) if t != 0]  # a zero layer is the identity
+
+    net = layers(h)
+    rounding = propagated_rounding(blocks, net, X)
+    if 2 * rounding <= tol:  # else no float64 network can pass, and the float64 polish would be wasted
+        err = replay_error(blocks, net, X, Y, "finite")
+        if err > 0.1 * tol:
+            def fit(z):
+                res = apply(blocks, list(zip(pattern, z, strict=True)), X, sensitivities=True)
+                return res.end.ravel() - Y.ravel(), res.d_steps
+
+            with np.errstate(all="ignore"):  # overflowing trial steps are rejected, not reported
+                h, info = levenberg_marquardt(fit, h, tol=0.1 * tol, max_iter=30, deadline=deadline,
+                                              gauss_newton_first=True,
+                                              residual_only=lambda z: image_residual(blocks, pattern, z, X, Y, "finite"))
+            spent[0] += info["jacobians"]
+            net = layers(h)
+            err, rounding = replay_error(blocks, net, X, Y, "finite"), propagated_rounding(blocks, net, X)
+        if err + 2 * rounding <= tol:  # another replay: at most 2 estimates away
+            return net, err, None
+    # Too unstable for float64: the segments first (each short, so its float64 Jacobian is
+    # good), at enough digits and far below what the chaining amplifies, then the whole network.
+    gain = amplification(rounding)
+    dps = high_digits(gain, tol)
+    if dps is None:
+        return "precision"
+    xm, _, jac = refine_segments_in_precision(shoot, x, 1e-3 * tol / gain, dps, deadline)
+    spent[0] += jac
+    net, err, jac = refine_in_precision(blocks, pattern, xm[: len(pattern)], X, Y, 0.1 * tol, dps, deadline)
+    spent[0] += jac
+    if err + 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in net], X, 10.0**-dps) > tol:
+        return "chord"
+    return net, err, dps
+
+
+def finish_control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool = False, acceleration: float = 0.75,
+                   deadline: float = math.inf) -> tuple[Any, int]:
+    """Member x of an RK4 surrogate (``shoot.scheme == "rk4"``), solved to 1e-3, finished as
+    a control: Levenberg-Marquardt on this member (plain steps, then accelerated ones with
+    ``acceleration`` if they stall) on RK4 steps of half, a quarter and an eighth the size to
+    1e-8; chord steps on the exact flows of the segments (Taylor residuals and exact
+    Jacobians); chaining (flows compose exactly; with ``reverse``, x is a fit of the inverse
+    problem, ``shoot`` running from the targets to the inputs, and its control is reversed,
+    durations negated: the inverse flow); chord steps on the whole control when the chaining
+    amplified the residual past tolerance / 10, in float64 and, if that stalls above the
+    tolerance or the replay is too unstable, at FLOW_DPS digits or more (after the segments at
+    those digits, where float64 cannot remove what the chaining amplified).  Returns the
+    outcome (see the module docstring) and the Jacobians used."""
+    spent = [0]
+    try:
+        return _control(shoot, x, tol, reverse, acceleration, deadline, spent), spent[0]
+    except IntegrationError:
+        return "integration", spent[0]
+
+
+def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, acceleration: float, deadline: float,
+             spent: list[int]) -> Any:
+    blocks = shoot.blocks
+    X, Y = (shoot.Y, shoot.X) if reverse else (shoot.X, shoot.Y)
+    fine = shoot
+    for _ in range(3):  # RK4 steps halved three times: its error falls about tenfold each time
+        fine = replace(shoot, substeps=2 * fine.substeps)
+        for a in dict.fromkeys(REFIT_ACCELERATIONS + (acceleration,)):
+            refit = population_lm([fine], size=1, start=lambda _k, _i, x=x: x.copy(), tol=1e-8,
+                                  max_iter=REFINE_JACOBIANS, max_starts=1, deadline=deadline, acceleration=a,
+                                  patience=REFIT_PATIENCE)
+            spent[0] += refit.jacobians
+            if refit.found is not None or refit.timed_out:
+                break
+        if refit.found is None:  # a refit that stopped short of the deadline was lost to it
+            return "deadline" if refit.timed_out else "refit"
+        x = refit.found
+    reach = float64_reach(X, Y)
+    x, seg_err, jac = chord(lambda z: shoot.system(z[None], exact_flow=True)[0][0],
+                             lambda z: shoot.system(z[None], True, exact_flow=True)[1][0], x,
+                             max(0.01 * tol, 0.1 * reach), deadline)
+    spent[0] += jac
+    if seg_err > max(0.1 * tol, reach):  # below float64's reach the segments are refined in precision
+        return "segments"
+
+    def whole(x):
+        """The segments chained into one control, reversed for the inverse problem, merged."""
+        pattern, h = chained(shoot, x)
+        if reverse:  # Y to X: reversed, X to Y
+            pattern, h = pattern[::-1], -h[::-1]
+        steps = merge(list(zip(pattern, h, strict=True)), 0.0)
+        return [b for b, _ in steps], np.array([t for _, t in steps])
+
+    last: list = [None, None]  # the durations and the exact Jacobian last computed: a stalled float64
+    # chord leaves the durations where they were, and the chord at high precision starts there
+
+    def jacobian(z):
+        z = np.asarray(z, dtype=float)
+        if last[0] is None or not np.array_equal(last[0], z):
+            last[:] = z, exact_jacobian(blocks, pattern, z, X, "continuous", deadline)
+        return last[1]
+
+    pattern, h = whole(x)
+    r0 = image_residual(blocks, pattern, h, X, Y, "continuous")
+    gain = max(float(np.abs(r0).max()) / max(seg_err, 1e-300), 1.0)  # what the chaining amplified
+    err = math.inf
+    if 2.0**-52 * gain <= 0.1 * tol:  # else float64 chord steps cannot reach the tolerance
+        h, err, jac = chord(lambda z: image_residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol,
+                             deadline, r=r0)
+        spent[0] += jac
+    control, exact_residual, dps = list(zip(pattern, map(float, h), strict=True)), None, FLOW_DPS
+    if err <= tol:
+        exact_residual, drift, _ = float_replay_check(blocks, control, X, Y, deadline)
+        if float(np.abs(exact_residual).max()) + 2 * drift <= tol:
+            return control, err, None
+        dps = high_digits(amplification(drift), tol, FLOW_DPS)
+        if dps is None:
+            return "precision"
+    else:
+        # The chaining amplified the segment residuals too far for float64 chord steps, or
+        # they stalled above tolerance; steps on the whole control from far off overshoot
+        # (seen on seed 16 m = 8: from 1.7e-2 a chord step sent the tokens to |x| = 647, and
+        # its flow took 10 s in float64 and 100 s at 30 digits).  The segments first, as
+        # in finite depth: at enough digits, far below what the chaining amplifies, then the
+        # chained control at the same digits.  Unless the chained control is already near
+        # (NEAR_CHAINED): then chord steps on it at those digits come first.
+        dps = high_digits(gain, tol, FLOW_DPS)
+        if dps is None:
+            return "precision"
+        if min(err, float(np.abs(r0).max())) <= NEAR_CHAINED:
+            control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, dps, deadline,
+                                                    depth="continuous", jacobian=jacobian)
+            spent[0] += jac
+            if err <= tol:
+                return control, err, dps
+        x, _, jac = refine_segments_in_precision(shoot, x, 1e-3 * tol / gain, dps, deadline)
+        spent[0] += jac
+        with precision(dps):
+            pattern, h = whole(x)
+    # The float64 replay is too unstable for the tolerance, or the chord stalled above it:
+    # chord steps on the flow at enough digits (FLOW_DPS at least), with the same exact Jacobians.
+    control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, dps, deadline, depth="continuous",
+                                            jacobian=jacobian, r=exact_residual if dps == FLOW_DPS else None)
+    spent[0] += jac
+    return (control, err, dps) if err <= tol else "chord"

@@ -1,0 +1,656 @@
+"""Constructive interpolation: a control (or network) mapping the inputs onto the targets.
+
+Two methods, both after :func:`verify.lie.invariants.check_admissible` has refused targets that an
+invariant forbids:
+
+* ``lm`` (default): multiple shooting (:mod:`verify.search.shooting`): ``steps_per_dim * m`` steps of
+  the alternating pattern cut into ``segments`` segments (by default as many as give about
+  ``segment_steps`` steps each) whose intermediate states are unknowns too (the defaults
+  depend on the depth: ``DEPTH_DEFAULTS``, filled in by :func:`resolve`),
+  fitted by a ``population`` of Levenberg-Marquardt starts in lock step (minimum-norm
+  steps; step sizes uniform in [-scale, scale] from ``default_rng([seed, start])``, and the
+  intermediate states on the straight path from X to Y, ``states="path"``; with
+  ``states="mixed"``, the default in both depths, every other start instead has step sizes in
+  [-image_scale, image_scale] and the images of its segments as states, ``"images"``); a start
+  that has used ``max_iter`` Jacobians (or, with ``patience``, stopped halving its residual) is
+  replaced by the next one, until ``max_starts`` or ``time_budget`` runs out.
+  Finite depth fits the layers themselves (exact Jacobians) and hands the first start within
+  tolerance / 10 to :func:`verify.search.finish.finish_network`; continuous depth fits an RK4
+  surrogate of the flows (:mod:`verify.model.rk4`, ``substeps`` RK4 steps per control step) to 1e-3
+  and hands it to :func:`verify.search.finish.finish_control` (refits on finer RK4 steps, chord steps
+  on the exact flows).  A network or control whose float64 replay cannot be trusted to the
+  tolerance is refined at high precision there and returned with ``Solution.dps`` set: its
+  witness says, e.g., ``"precision": "30 digits"`` and replays there.
+  In continuous depth the default also fits the inverse problem, Y to X (``directions``;
+  its starts keyed ``default_rng([seed, index, 1])``), one iteration of each population in
+  turn: a flow is inverted exactly by its control reversed, with durations negated, so a
+  control found for Y to X, reversed, takes X to Y (up to its residual, which the chord steps
+  on the whole control then remove).  The two problems differ: where targets spread apart
+  tokens that the inputs hold close, the fit that contracts them is often the easier one.
+  Reversing a residual network does not invert it, so finite depth fits X to Y only.
+  In finite depth, inputs with a pair of tokens (n = 2) slower than ``tight_speed``
+  (:mod:`verify.search.shape_speed`) are first expanded (:func:`_expanded_solve`,
+  :mod:`verify.search.pair_expansion`): a short network parks the collection near centred states
+  where one layer of a block (its step 13 to 4e8 in magnitude on the reach instances) gives
+  the tight pair the length of its target's and leaves the other sequences nearly in place;
+  the search then runs from that image (shares of the budget: ``EXPANSION_SHARES``), and if
+  either stage fails, from X with the time left.  Networks that pull a tight pair apart are
+  out of reach of the local fits (measured: with five or ten times the starts, or larger
+  initial steps, they solved none of 12 such misses), since the pair moves by O(|delta|^2) per
+  unit step.
+  The search runs in ``phases``, one after the other, each with its share of the time budget
+  (and of ``max_starts``) and its own ``scale``, ``image_scale``, ``states`` and ``substeps``:
+  in continuous depth a third with short durations on the one-step surrogate, then long
+  durations (``scale`` 2) on two RK4 steps per control step (``CONTINUOUS_PHASES``); the
+  phases after the first key their starts ``[seed, index, 0 or 1, phase]``.
+  Every population step is corrected by geodesic acceleration (``acceleration``, see
+  :func:`verify.search.shooting.population_lm`).  ``steps_per_dim=10, segments=1, population=1,
+  max_starts=1, max_iter=300, acceleration=0, states="path", directions=("forward",)`` is the
+  plain single-start Levenberg-Marquardt fit of DESIGN §6, the benchmark's baseline.
+* ``steer``: bracket steering along the path to the targets (:mod:`verify.search.steering`): each move
+  aims a fraction of the way, Newton on the bracket coefficients realises it by commutators of
+  flows; the fraction grows after a success and halves after a failure.  Measured reach is
+  poor (see the issue notes); it is kept as the construction the proof suggests.
+
+Targets equal to the inputs get the empty control (or network) at once.  Consecutive steps of
+one block are merged and zero steps dropped.  The returned
+:class:`Solution` records the control, the replayed error, depth, total |duration|, seeds and
+work, and the fits that reached the search tolerance but were lost in the finish, by stage
+(``Solution.lost``, keys of ``LOSSES``; a "not found" message names them); :func:`verify.io.witness.make`
+writes it out.
+
+>>> import numpy as np
+>>> from verify.model.blocks import gaussian_blocks
+>>> rng = np.random.default_rng(3)
+>>> X, Y = rng.normal(size=(1, 2, 1)), rng.normal(size=(1, 2, 1))
+>>> Y.sort(axis=1); X.sort(axis=1)          # d = 1: the order of the tokens is invariant
+>>> sol = solve(gaussian_blocks(3, 1), X, Y, Settings(depth="finite"))
+>>> sol.success, sol.error <= 1e-10
+(True, True)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from verify.io import validate
+from verify.io.errors import InputError, IntegrationError
+from verify.lie.brackets import bracket_matrix
+from verify.lie.hall import basis, counting_degree, degree
+from verify.lie.invariants import check_admissible, check_blocks_move, predicted_rank
+from verify.lie.rank import FLOAT64_DIGITS, degree_scales, weight_digits
+from verify.model.blocks import Block
+from verify.model.network import propagated_rounding
+from verify.search.finish import (
+    HIGH_DPS,
+    LOSSES,
+    MAX_DPS,
+    amplification,
+    exact_jacobian,
+    finish_control,
+    finish_network,
+    float64_reach,
+    float_replay_check,
+    high_digits,
+    high_precision_end,
+    image_residual,
+    replay_error,
+)
+from verify.search.newton import chord_in_precision, levenberg_marquardt
+from verify.search.pair_expansion import expansion
+from verify.search.pruning import prune, remove, shrink
+from verify.search.shape_speed import minimal_duration, minimal_step_total, shape_speeds, slowest
+from verify.search.shooting import START_STATES, PopulationRecord, Shooting, population_lm
+from verify.search.steering import Steps, merge, steer
+
+
+@dataclass(frozen=True)
+class Settings:
+    tolerance: float = 1e-10
+    depth: str = "continuous"  # or "finite"
+    method: str = "lm"  # or "steer"
+    seed: int = 0
+    steps_per_dim: float | None = None  # lm: control length = steps_per_dim * m (None: DEPTH_DEFAULTS)
+    segments: int | None = None  # lm: shooting segments (1: single shooting; None: enough for segment_steps each)
+    segment_steps: int | None = None  # lm: steps per segment when segments is None (None: DEPTH_DEFAULTS)
+    population: int | None = None  # lm: starts fitted in lock step (None: DEPTH_DEFAULTS)
+    scale: float = 0.5  # lm: initial durations uniform in [-scale, scale]
+    states: str | None = None  # lm: "path" (intermediate states on the straight path X -> Y), "images" (Shooting.fresh),
+    # or "mixed" (even starts "path", odd starts "images" with step sizes in [-image_scale, image_scale]); None: DEPTH_DEFAULTS
+    image_scale: float = 2.0  # lm, states="mixed": initial step sizes of the "images" starts
+    substeps: int = 1  # lm, continuous depth: RK4 steps per control step in the population fit
+    max_iter: int | None = None  # lm: Jacobians per start (None: DEPTH_DEFAULTS)
+    patience: int = 0  # lm: replace a start whose residual has not halved in this many Jacobians (0: never)
+    acceleration: float = 0.75  # lm: geodesic acceleration, largest accepted 2|a|/|v| (0: plain LM steps)
+    directions: tuple[str, ...] | None = None  # lm: problems fitted in turn: "forward" (X to Y) and, continuous depth
+    # only, "backward" (Y to X, the control then reversed); None: DEPTH_DEFAULTS
+    phases: tuple[dict[str, float], ...] | None = None  # lm: searches one after the other, each a dict with its
+    # "share" of the time budget (the last takes what is left) and of max_starts, and optionally its own "scale",
+    # "image_scale", "states" and (continuous depth) "substeps"; None: DEPTH_DEFAULTS
+    max_starts: int = 1_000_000  # lm: random starts per direction (the time budget usually ends them first)
+    first_fraction: float = 0.05  # first move: this fraction of the way to the targets
+    min_fraction: float = 1e-4
+    max_degree: int = 10
+    max_depth: int = 500_000  # steps (continuous) or layers (finite)
+    tight_speed: float = 0.05  # lm, finite depth, pairs (n = 2): first expand input pairs slower than this by one
+    # large layer (verify.search.pair_expansion), then search from there; 0: never
+    time_budget: float = 60.0  # seconds of wall time
+    max_moves: int = 2_000  # steer
+    prune: float = 0.0  # seconds (beyond time_budget) of greedy pruning of a found control or network
+    # (verify.search.pruning, prune_found); 0: none
+
+
+# Shooting shape per depth, measured on seed 11 and 12 instances (docs/solver-reach.md).
+# Short segments with many of them do better: per start at m = 18 (seed 11, instances 0-5,
+# 16 starts each, 1000 Jacobians), 36 layers in 3 segments solved 40 of 96 fits, 72 in 6
+# segments 53, 96 in 8 segments 65, 144 in 12 segments 73 (the hardest instance 0, 1, 0, 3).
+# A longer network costs more per Jacobian, so finite depth takes the middle, 6 m layers in
+# segments of 12 (on the reach instances, seed 0, 60 s: 4 m, 6 m and 8 m layers solved 7, 7
+# and 8 of 10 at m = 18; 4 m and 6 m 7 of 10 at m = 32).  Continuous depth keeps 10 m steps,
+# at first in segments of 12 steps too (of 6 since, below): 4 of 8 seed 11 m = 8 instances in
+# 30 s as with 2 segments, but in seconds instead of tens of seconds, and the first m = 18
+# solve (1 of 4 seed 11 instances, where 2 or 3 segments solved none); 5 of 10 reach instances
+# at m = 8 as before.
+# With geodesic acceleration a finite start converges in fewer Jacobians, and 8 starts in lock
+# step instead of 16 give each twice the iterations within the budget: at m = 32 (60 s, seed 11
+# instances 0-5 and seed 12 instances 0-5) the same 8 of 12 solved, in 4-23 s against 10-46 s.
+# Finite starts alternate straight-path and image starts (``states="mixed"``, :func:`start`):
+# at m = 8 (30 s) 9 and 8 of 10 on seeds 11 and 12 against 8 and 7 with path starts only, m = 18
+# 10 of 10 both ways on both seeds, m = 32 (60 s, seed 4) 7 of 10 against 6.
+# Finite segments of 6 layers instead of 12 (twice as many segments; the block-tridiagonal
+# step keeps the cost linear in their number): m = 8 (30 s) 9, 10 and 8 of 10 on seeds 11, 12
+# and 2 against 9, 8 and 8, and at 60 s 10, 10 and 9 on seeds 7, 8 and 9 against 10, 9 and 8;
+# m = 18 (30 s) 10 of 10 on seeds 11 and 12; m = 32 (60 s) 9 of 10 on seed 4 against 7, 8 on
+# seed 7 against 7.  Segments of 4 solved the same 27 of 30 at m = 8 as segments of 6.
+# Continuous depth also fits the inverse problem, each population getting every other
+# iteration: m = 8 (60 s) 4 of 10 on seed 7 against 3 forward only, 3 and 6 of 10 on seeds 18
+# and 19 against 3 and 5.
+# Continuous depth searches twice: a third of the budget with short durations on the one-step RK4
+# surrogate, then long durations (scale 2) on two RK4 steps per control step.  The two solve
+# different instances (seed 11 and 12, m = 8: 4 + 4 of 20 and 5 + 3 of 20, only 6 of them the
+# same), and the short search's solves came within 19 s of 60, the long one's within 34 s.
+# Slow sequences (:mod:`verify.search.shape_speed`) need long controls to change shape; the one-step
+# surrogate is an artefact at such durations, two RK4 steps are near the flow.
+# Continuous depth now takes segments of 6 steps and mixed starts, as finite depth does, with
+# the refit by the search's own steps (verify.search.finish.REFINE_JACOBIANS).  At m = 8 (60 s) it
+# solved 12 of 20 design instances (seeds 11 and 12) against 11 with segments of 12, path
+# starts and the Gauss-Newton refit (10 and 11 with only the refit or only the shape changed),
+# and 13 of 20 on the fresh seeds 54 and 55 against 12, with median times of 14 and 4.6 s
+# against 33 and 6.7 s: no worse, and faster, but a gain in reach within the noise
+# (docs/solver-reach.md).
+CONTINUOUS_PHASES = ({"share": 1 / 3}, {"share": 2 / 3, "scale": 2.0, "substeps": 2})
+PHASE_KEYS = {"share", "scale", "image_scale", "states", "substeps"}
+STATES = (*START_STATES, "mixed")  # Settings.states (and a phase's "states")
+
+
+def _valid_phase(phase: dict) -> bool:
+    """A phase of ``Settings.phases``: known keys, a positive share, positive scales, known
+    states and a whole number of RK4 substeps from 1 to 1024."""
+    return (not set(phase) - PHASE_KEYS and phase.get("share", 0) > 0 and phase.get("scale", 1) > 0
+            and phase.get("image_scale", 1) > 0 and phase.get("states", "path") in STATES
+            and phase.get("substeps", 1) in range(1, 1025))
+
+DEPTH_DEFAULTS = {
+    "finite": {"steps_per_dim": 6, "segment_steps": 6, "max_iter": 1000, "population": 8, "states": "mixed",
+               "directions": ("forward",), "phases": ({"share": 1.0},)},
+    "continuous": {"steps_per_dim": 10, "segment_steps": 6, "max_iter": 300, "population": 16, "states": "mixed",
+                   "directions": ("forward", "backward"), "phases": CONTINUOUS_PHASES},
+}
+
+
+def resolve(settings: Settings) -> Settings:
+    """``settings`` with the shooting fields left at None filled in from DEPTH_DEFAULTS."""
+    defaults = DEPTH_DEFAULTS[settings.depth]
+    return replace(settings, **{k: v for k, v in defaults.items() if getattr(settings, k) is None})
+
+
+@dataclass
+class Solution:
+    success: bool
+    message: str
+    steps: Steps  # (block, duration) in continuous depth, (block, step) layers in finite depth
+    error: float
+    depth: int
+    total_duration: float
+    moves: int
+    jacobians: int
+    wall_time: float
+    settings: dict[str, Any] = field(default_factory=dict)
+    seeds: list[Any] = field(default_factory=list)
+    dps: int | None = None  # None: the steps are float64 and replay in float64; else replay at dps digits
+    lost: dict[str, int] = field(default_factory=dict)  # fits lost in the finish, by stage (LOSSES); lm only
+    pruned_from: int | None = None  # the depth before pruning (Settings.prune), when pruning removed steps
+
+
+def select_words(blocks: Sequence[Block], Z: np.ndarray, rank: int, max_degree: int) -> tuple[list, np.ndarray]:
+    """r Hall words chosen degree by degree, and their (unscaled) bracket columns at Z."""
+    K = min(max(counting_degree(rank), 1), max_degree)
+    while True:
+        M, _ = bracket_matrix(blocks, Z, K)
+        words = list(basis(K))
+        degs = np.array([degree(w) for w in words])
+        S = M / degree_scales(blocks, Z, M, degs)
+        chosen: list[int] = []
+        Q = np.zeros((M.shape[0], 0))
+        for k in range(1, K + 1):
+            idx = np.flatnonzero(degs == k)
+            R = S[:, idx] - Q @ (Q.T @ S[:, idx])
+            if R.size == 0:
+                continue
+            _, r_diag, piv = scipy.linalg.qr(R, mode="economic", pivoting=True)
+            diag = np.abs(np.diag(r_diag)) if r_diag.ndim == 2 else np.abs(r_diag)
+            for j, p in enumerate(piv[: len(diag)]):
+                if len(chosen) == rank or diag[j] <= 1e-8:
+                    break
+                chosen.append(int(idx[p]))
+            if chosen:
+                Q, _ = np.linalg.qr(S[:, chosen])
+            if len(chosen) == rank:
+                return [words[i] for i in chosen], M[:, chosen]
+        if K >= max_degree:
+            return [words[i] for i in chosen], M[:, chosen]
+        K += 1
+
+
+def solve(
+    blocks: Sequence[Block],
+    X: np.ndarray,
+    Y: np.ndarray,
+    settings: Settings = Settings(),
+    progress: Callable[[str], None] | None = None,
+) -> Solution:
+    """Find a control (continuous) or network (finite) taking X to Y; see module docstring."""
+    if not settings.prune >= 0:
+        raise InputError(f"prune must be a number of seconds >= 0 (0: no pruning), got {settings.prune}")
+    if not settings.time_budget > 0:  # NaN too: a deadline of NaN never comes
+        raise InputError(f"the time budget must be a positive number of seconds (inf: none), got {settings.time_budget}")
+    if not (math.isfinite(settings.tolerance) and settings.tolerance > 0):
+        raise InputError(f"the tolerance must be a positive number, got {settings.tolerance}")
+    if high_digits(1.0, settings.tolerance) is None:  # even a replay that amplifies no rounding
+        raise InputError(f"a tolerance of {settings.tolerance:g} needs more than {MAX_DPS} digits; give one of at least "
+                         f"{10.0 ** (high_digits(1.0, 1.0, 0) - MAX_DPS):g}")
+    validate.seed(settings.seed, "the search seed")
+    sol = _solve(blocks, X, Y, settings, progress)
+    if sol.success and settings.prune > 0:
+        return prune_found(blocks, X, Y, sol, settings, progress)
+    return sol
+
+
+def _solve(blocks, X, Y, settings: Settings, progress) -> Solution:
+    if settings.depth not in DEPTH_DEFAULTS:
+        raise InputError(f"unknown depth {settings.depth!r}; choose 'continuous' or 'finite'")
+    if settings.states not in (*STATES, None):
+        raise InputError(f"unknown start states {settings.states!r}; choose 'path', 'images' or 'mixed'")
+    check_admissible(X, Y, bool(blocks[0].causal), settings.depth)
+    check_blocks_move(blocks, X, Y)
+    settings = resolve(settings)
+    if np.array_equal(X, Y):  # the empty control (or network) is exact; a search would return a long one
+        return Solution(True, "the targets equal the inputs: no steps needed", [], 0.0, 0, 0.0, 0, 0, 0.0,
+                        asdict(settings))
+    if settings.method == "steer":
+        if settings.depth == "finite":
+            raise InputError("method 'steer' builds continuous controls only; use method 'lm' for finite depth")
+        return _steer_solve(blocks, X, Y, settings, progress)
+    if settings.method != "lm":
+        raise InputError(f"unknown method {settings.method!r}; choose 'lm' or 'steer'")
+    if not settings.directions or not set(settings.directions) <= {"forward", "backward"}:
+        raise InputError(f"directions {settings.directions!r}: choose one or both of 'forward' and 'backward'")
+    if not settings.phases or not all(map(_valid_phase, settings.phases)):
+        raise InputError(f"phases {settings.phases!r}: give each a positive 'share', optionally a positive 'scale' or "
+                         "'image_scale', 'states' and whole 'substeps' from 1 to 1024")
+    if "backward" in settings.directions and settings.depth == "finite":
+        raise InputError("direction 'backward' needs continuous depth: reversing a residual network does not invert it")
+    if settings.depth == "finite" and settings.tight_speed > 0 and X.shape[1] == 2 and not blocks[0].causal:
+        speeds = shape_speeds(blocks, X)
+        tight = [int(s) for s in np.argsort(speeds) if speeds[s] < settings.tight_speed]
+        if tight:
+            t0 = time.perf_counter()
+            sol = _expanded_solve(blocks, X, Y, tight, settings, progress)
+            if sol.success:
+                return sol
+            rest = _lm_solve(blocks, X, Y, replace(settings, time_budget=settings.time_budget - sol.wall_time), progress)
+            return replace(rest, message=f"{rest.message}; {sol.message}", wall_time=time.perf_counter() - t0,
+                           jacobians=rest.jacobians + sol.jacobians)
+    return _lm_solve(blocks, X, Y, settings, progress)
+
+
+# Finite depth, tight input pairs: the shares of the time budget for the parking fit and for the
+# search from the expanded collection (the rest, and what they leave, goes to the search from X).
+EXPANSION_SHARES = (0.25, 0.25)
+
+
+def _expanded_solve(blocks, X, Y, tight: list[int], settings: Settings, progress) -> Solution:
+    """Finite depth with tight input pairs (:mod:`verify.search.pair_expansion`): the parking network
+    and the large layer, the image Z of X under them (at :func:`verify.search.finish.high_digits` of
+    their rounding's gain, rounded to float64), the search from Z to Y, and the networks
+    chained; unless the chained network replays in float64, the steps of the search's network
+    are then corrected by Newton steps on the chained one at enough digits (residuals and
+    Jacobian at those digits: Z is only the rounded image, and the large layer amplifies what
+    separates it from the exact one).  A failure says where it stopped."""
+    t0, tol = time.perf_counter(), settings.tolerance
+    budget = settings.time_budget
+    key = [settings.seed, 0, 2]  # the parking fit's generator (start keys have 2 entries or a third of 0 or 1)
+
+    def failed(why: str, jacobians: int = 0) -> Solution:
+        return Solution(False, f"expanding the tight input pair(s) {tight}: {why}", [], math.inf, 0, 0.0, 0, jacobians,
+                        time.perf_counter() - t0, asdict(settings), [key])
+
+    pre = expansion(blocks, X, Y, tight, np.random.default_rng(key), t0 + EXPANSION_SHARES[0] * budget)
+    if pre is None:
+        return failed("no parking network found (verify.search.pair_expansion.park)")
+    z_dps = high_digits(amplification(propagated_rounding(blocks, pre, X)), tol)
+    if z_dps is None:
+        return failed(f"the large layer (step {pre[-1][1]:.3g}) amplifies rounding past {MAX_DPS} digits")
+    Z = high_precision_end(blocks, pre, X, "finite", z_dps).astype(float)
+    if progress:
+        progress(f"expanded tight pair(s) {tight} by one layer of block {pre[-1][0]} (step {pre[-1][1]:.3g}); "
+                 "searching from there")
+    share = replace(settings, time_budget=max(0.0, t0 + sum(EXPANSION_SHARES) * budget - time.perf_counter()))
+    sol = _lm_solve(blocks, Z, Y, share, progress)
+    if not sol.success:
+        return failed(f"the search from the expanded collection: {sol.message}", sol.jacobians)
+    pattern, h = [b for b, _ in sol.steps], np.array([t for _, t in sol.steps], dtype=object)
+    net = pre + [(b, float(t)) for b, t in sol.steps]
+    rounding = propagated_rounding(blocks, net, X)
+    err, dps = math.inf, None
+    if sol.dps is None and 2 * rounding <= tol:
+        err = replay_error(blocks, net, X, Y, "finite")
+    if err + 2 * rounding <= tol:
+        steps = net
+    else:
+        dps = high_digits(amplification(rounding), tol, max(HIGH_DPS, sol.dps or 0))
+        if dps is None:
+            return failed(f"the chained network needs more than {MAX_DPS} digits", sol.jacobians)
+
+        whole_pattern = [b for b, _ in pre] + pattern  # the parking layers, then the search's
+
+        def residual(z):
+            return image_residual(blocks, whole_pattern, [t for _, t in pre] + list(z), X, Y, "finite", dps)
+
+        def jacobian(z):  # at dps digits too (exact_jacobian)
+            return exact_jacobian(blocks, whole_pattern, [t for _, t in pre] + list(z), X, "finite", dps=dps)[:, len(pre):]
+
+        h, err, _ = chord_in_precision(residual, jacobian, h, 0.1 * tol, dps, t0 + budget, 8)
+        if err > 0.1 * tol:  # stalled: the small singular values lost (chord, scaled)
+            h, err, _ = chord_in_precision(residual, jacobian, h, 0.1 * tol, dps, t0 + budget, 8, scaled=True)
+        steps = pre + [(b, t) for b, t in zip(pattern, h, strict=True)]
+        if err + 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in steps], X, 10.0**-dps) > tol:
+            return failed(f"the chained network, corrected at {dps} digits, missed by {err:.2e}", sol.jacobians)
+    b, step = pre[-1]
+    msg = (f"reached the targets after expanding the tight input pair(s) {tight} by one layer of block {b} "
+           f"(step {step:.3g}, after {len(pre) - 1} parking layers); from there, {sol.message}")
+    return Solution(True, msg, steps, err, len(steps), float(sum(abs(float(t)) for _, t in steps)), sol.moves,
+                    sol.jacobians, time.perf_counter() - t0, asdict(settings), [key, *sol.seeds], dps, sol.lost)
+
+
+def start_key(seed: int, index: int, backward: bool = False, phase: int = 0) -> list[int]:
+    """The generator key of start ``index``: ``[seed, index]``, ``[seed, index, 1]`` for the
+    inverse problem, and ``[seed, index, 0 or 1, phase]`` in the phases after the first."""
+    if phase:
+        return [seed, index, int(backward), phase]
+    return [seed, index, 1] if backward else [seed, index]
+
+
+def start(shoot: Shooting, settings: Settings, index: int, backward: bool = False, phase: int = 0) -> np.ndarray:
+    """Start ``index`` of the population fit (:meth:`Shooting.fresh` with ``default_rng`` of
+    :func:`start_key`: ``[seed, index]``, or ``[seed, index, 1]`` for the inverse problem):
+    ``settings.states`` and ``settings.scale``, except that with ``states="mixed"``
+    the odd starts are ``"images"`` with step sizes in [-image_scale, image_scale].  Straight-path
+    states can lead every start of a fit into the same region (seen at m = 8: all of them
+    stalled at one residual, their states shrunk to near the origin, where attention is nearly
+    uniform and the differences of tokens barely move); the images of large random steps
+    start elsewhere."""
+    rng = np.random.default_rng(start_key(settings.seed, index, backward, phase))
+    if settings.states == "mixed":
+        return shoot.fresh(rng, settings.image_scale, "images") if index % 2 else shoot.fresh(rng, settings.scale, "path")
+    return shoot.fresh(rng, settings.scale, settings.states)
+
+
+def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
+    t0 = time.perf_counter()
+    deadline = t0 + settings.time_budget
+    m, finite = X.size, settings.depth == "finite"
+    total = max(1, min(round(settings.steps_per_dim * m), settings.max_depth))
+    S = settings.segments if settings.segments is not None else math.ceil(total / settings.segment_steps)
+    S = max(1, min(S, total))
+    shoot = Shooting(blocks, X, Y, S, total // S, 1, "euler" if finite else "rk4")
+    backward = [d == "backward" for d in settings.directions]
+    tol = settings.tolerance
+    # a member this close is handed to the finish (finite: at high precision below float64's reach)
+    search_tol = max(0.1 * tol, float64_reach(X, Y)) if finite else 1e-3
+    extra_jacobians = [0]  # those of the finishes
+    reversed_control = [False]
+    shootings: list[Shooting] = []  # those of the phase being searched
+
+    lost: Counter[str] = Counter()  # fits that reached the search tolerance and were lost, by stage (LOSSES)
+
+    def finish(k, x):
+        sh = shootings[k]
+        out, spent = (finish_network(sh, x, tol, deadline) if finite
+                      else finish_control(sh, x, tol, backward[k], settings.acceleration, deadline))
+        extra_jacobians[0] += spent
+        if isinstance(out, str):  # the stage at which the fit was lost
+            lost["deadline" if time.perf_counter() >= deadline else out] += 1
+            return None
+        reversed_control[0] = backward[k]
+        return out
+
+    last = [t0]
+    done = PopulationRecord()  # the phases searched before this one
+
+    def report(rec: PopulationRecord) -> None:
+        if progress and time.perf_counter() - last[0] > 2.0:
+            last[0] = time.perf_counter()
+            progress(f"{done.starts + rec.starts} starts, {done.jacobians + rec.jacobians} Jacobians: "
+                     f"best max |residual| = {min(done.best, rec.best):.2e}")
+
+    keys = []  # the generator keys of the starts drawn, in order
+    share = 0.0
+    for p, phase in enumerate(settings.phases):
+        share += phase["share"]
+        phase_settings = replace(settings, **{k: v for k, v in phase.items() if k not in ("share", "substeps")})
+        sh = replace(shoot, substeps=1 if finite else phase.get("substeps", settings.substeps))
+        shootings[:] = [replace(sh, X=Y, Y=X) if b else sh for b in backward]
+
+        def draw(k, i, p=p, phase_settings=phase_settings):
+            keys.append(start_key(settings.seed, i, backward[k], p))
+            return start(shootings[k], phase_settings, i, backward[k], p)
+
+        last_phase = p == len(settings.phases) - 1
+        rec = population_lm(shootings, size=settings.population, start=draw,
+                            tol=search_tol, max_iter=settings.max_iter,
+                            max_starts=max(1, math.ceil(phase["share"] * settings.max_starts)),
+                            deadline=deadline if last_phase else min(deadline, t0 + share * settings.time_budget),
+                            finish=finish, patience=settings.patience, acceleration=settings.acceleration, report=report)
+        done = PopulationRecord(done.starts + rec.starts, done.jacobians + rec.jacobians, min(done.best, rec.best), rec.found,
+                                rec.timed_out)
+        if rec.found is not None:
+            break
+    rec = done
+    steps, err, dps = rec.found or ([], math.inf, None)
+    ok = err <= tol
+    out_of_time = rec.timed_out or time.perf_counter() >= deadline  # the search stops short of a deadline it would pass
+    why = (f"not found within {settings.time_budget:.3g} s ({rec.starts} start(s))" if out_of_time
+           else f"not found: all {rec.starts} start(s) stalled")
+    how = ", reversing a control of the inverse problem" if reversed_control[0] else ""
+    if ok:
+        msg = f"reached the targets after {rec.starts} start(s){how}"
+    else:
+        speed, where, index = slowest(blocks, X, Y)
+        best = (f"best max |residual| of the {S}-segment fit = {rec.best:.2e}" if math.isfinite(rec.best)
+                else f"the {S}-segment fit recorded no finite residual (the budget ended before its first "
+                     "iteration, or every residual overflowed)")
+        msg = (f"{why}; {best}; the slowest sequence, {where} "
+               f"{index}, has shape speed {speed:.2g} (verify.search.shape_speed: a slow sequence needs a long control to "
+               "change its shape)")
+        if not any(b.causal for b in blocks):  # the diameter bounds assume full attention
+            if finite:
+                bound = minimal_step_total(blocks, X, Y)
+                msg += f"; every network from the inputs to the targets has total |step| at least {bound:.3g}"
+            else:
+                msg += f"; every control from the inputs to the targets lasts at least {minimal_duration(blocks, X, Y):.3g}"
+        for which, Z in (("inputs", X), ("targets", Y)):
+            w = weight_digits(blocks, Z)
+            if w > FLOAT64_DIGITS:
+                msg += (f"; softmax saturates on the {which} (smallest attention weight 10^-{w:.3g}, below float64's "
+                        "resolution): rescale the data towards |x| ~ 1")
+        free = predicted_rank(X, bool(blocks[0].causal))  # the dimensions the targets can move in
+        free = m if free is None else free
+        if total < free:
+            msg += (f"; the controls searched have {total} steps (max_depth, steps_per_dim), but the targets move in "
+                    f"{free} dimensions and the images of {total} steps form a set of dimension at most {total}: "
+                    f"allow at least {free}")
+        if lost:
+            msg += (f"; {lost.total()} fit(s) reached {search_tol:.0e} and were lost in the finish: "
+                    + ", ".join(f"{c} {LOSSES[k]}" for k, c in lost.most_common()))
+    return Solution(ok, msg, steps, err, len(steps), float(sum(abs(float(t)) for _, t in steps)), rec.starts,
+                    rec.jacobians + extra_jacobians[0], time.perf_counter() - t0, asdict(settings),
+                    keys, dps, dict(lost))
+
+
+def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) -> Solution:
+    """``sol`` with its control or network pruned for ``settings.prune`` seconds
+    (:mod:`verify.search.pruning`: greedy, each step driven to zero by continuation).  Each stage's
+    correction, towards tolerance / 10 at the last stage, is Levenberg-Marquardt on the exact
+    Jacobian (Gauss-Newton steps first; the columns left can be nearly dependent) or, for a
+    solution at high precision, chord steps on its residuals at its own digits
+    (:func:`chord_in_precision`, with the float64 Jacobian; a network's computed at those
+    digits, as the float64 one of so unstable a network is not even a chord's).  A shorter
+    control or network is kept only if it passes the test the
+    solver applied to ``sol``: finite depth, its error plus twice its propagated rounding
+    within tolerance; continuous depth in float64, its ``verify.search.finish.FLOW_DPS``-digit
+    residual plus twice its float64 drift (:func:`verify.search.finish.float_replay_check`); at high
+    precision, its error there.  Returns ``sol`` with what was removed, or with a message that
+    nothing could be.
+
+    >>> import numpy as np
+    >>> from verify.model.blocks import gaussian_blocks
+    >>> X, Y = np.random.default_rng(0).normal(size=(2, 1, 2, 2))
+    >>> blocks = gaussian_blocks(1, 2)
+    >>> sol = solve(blocks, X, Y, Settings(depth="finite", prune=5.0))
+    >>> sol.success, sol.depth < sol.pruned_from, replay_error(blocks, sol.steps, X, Y, "finite") <= 1e-10
+    (True, True, True)
+    """
+    t0, tol, dps, depth = time.perf_counter(), settings.tolerance, sol.dps, settings.depth
+    deadline = t0 + settings.prune
+    pattern: list[int] = []  # the pattern of the control being pruned
+    errors = [sol.error]  # the error of the last control kept
+
+    def residual(h):
+        return image_residual(blocks, pattern, h, X, Y, depth, dps, deadline)
+
+    def correct(h, k, aim):
+        """h with its entries other than k moved towards max |r| <= aim, and the max |r| reached."""
+        free = np.arange(len(h)) != k
+
+        def full(z):
+            out = h.copy()
+            out[free] = z
+            return out
+
+        def jacobian(z):
+            return exact_jacobian(blocks, pattern, full(z), X, depth, deadline, dps)[:, free]
+
+        if dps is None:
+            z, info = levenberg_marquardt(lambda z: (residual(full(z)), jacobian(z)), h[free], tol=aim, max_iter=12,
+                                          deadline=deadline, gauss_newton_first=True,
+                                          residual_only=lambda z: residual(full(z)))
+            err = info["residual"]
+        else:
+            z, err, _ = chord_in_precision(lambda z: residual(full(z)), jacobian, h[free], aim, dps, deadline, 8)
+        return full(z), err
+
+    def passes(steps) -> bool:
+        if dps is None and depth == "continuous":
+            exact, drift, err = float_replay_check(blocks, steps, X, Y, deadline)
+            bound = float(np.abs(exact).max()) + 2 * drift
+        else:
+            err = bound = float(np.abs(residual([t for _, t in steps])).max())
+            if depth == "finite":
+                unit = 10.0**-dps if dps else 2.0**-52
+                bound += 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in steps], X, unit)
+        if bound <= tol:
+            errors[0] = err
+        return bound <= tol
+
+    def drop(steps, k):
+        pattern[:] = [b for b, _ in steps]
+        h = np.array([t for _, t in steps], dtype=object if dps else float)
+        try:
+            h = shrink(correct, h, k, 0.1 * tol, deadline=deadline)
+            if h is None:
+                return None
+            out = remove([(b, t if dps else float(t)) for b, t in zip(pattern, h, strict=True)], k, depth == "continuous")
+            pattern[:] = [b for b, _ in out]
+            return out if passes(out) else None
+        except IntegrationError:  # an overflowing correction, or the deadline
+            return None
+
+    steps, attempts = prune(sol.steps, drop, deadline=deadline, progress=progress)
+    seconds = time.perf_counter() - t0
+    if len(steps) == sol.depth:
+        return replace(sol, message=f"{sol.message}; no step could be pruned ({attempts} tried, {seconds:.1f} s)",
+                       wall_time=sol.wall_time + seconds)
+    total = float(sum(abs(float(t)) for _, t in steps))
+    return replace(sol, steps=steps, error=errors[0], depth=len(steps), total_duration=total,
+                   message=f"{sol.message}; pruned from {sol.depth} to {len(steps)} steps ({attempts} removals tried, "
+                           f"{seconds:.1f} s)", wall_time=sol.wall_time + seconds, pruned_from=sol.depth)
+
+
+def _steer_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
+    causal = bool(blocks[0].causal)
+    t0 = time.perf_counter()
+    rank = predicted_rank(X, causal)
+    rank = X.size if rank is None else rank
+    Z, control = np.array(X, dtype=float), []
+    moves, jacobians = 0, 0
+    last_report = t0
+
+    def finish(success: bool, msg: str) -> Solution:
+        steps = merge(control, 1e-15)
+        err = replay_error(blocks, steps, X, Y, "continuous")
+        ok = success and err <= settings.tolerance
+        return Solution(ok, msg if ok or not success else f"final replay error {err:.2e} above tolerance",
+                        steps, err, len(steps), float(sum(abs(t) for _, t in steps)), moves, jacobians,
+                        time.perf_counter() - t0, asdict(settings))
+
+    fraction = settings.first_fraction
+    while True:
+        gap = float(np.abs(Y - Z).max())
+        if gap <= settings.tolerance:
+            return finish(True, f"reached the targets in {moves} moves")
+        now = time.perf_counter()
+        if now - t0 > settings.time_budget:
+            return finish(False, f"not found within {settings.time_budget:.3g} s: max |image - target| = {gap:.2e}")
+        if moves >= settings.max_moves or len(control) > settings.max_depth:
+            return finish(False, f"not found within the depth/move budget: max |image - target| = {gap:.2e}")
+        if progress and now - last_report > 2.0:
+            progress(f"move {moves}: max |image - target| = {gap:.2e}, depth {len(control)}, step fraction {fraction:.3g}")
+            last_report = now
+        words, B = select_words(blocks, Z, rank, settings.max_degree)
+        final = fraction >= 1.0
+        delta = (Y - Z) * min(fraction, 1.0)
+        aim = settings.tolerance if final else 0.1 * float(np.abs(delta).max())
+        deadline = t0 + settings.time_budget
+        try:
+            steps, reached, record = steer(blocks, Z, delta, words, B, tol=aim, max_iter=20, deadline=deadline)
+        except IntegrationError:
+            steps, reached, record = [], Z, {"jacobians": 0, "residual": math.inf}
+        jacobians += record["jacobians"]
+        moves += 1
+        if steps and record["residual"] <= aim:
+            control += steps
+            Z = reached
+            fraction = min(1.0, fraction * 1.5)
+        else:
+            fraction *= 0.5
+            if fraction < settings.min_fraction:
+                return finish(False, f"steering stalled at max |image - target| = {gap:.2e}")
