@@ -1,4 +1,4 @@
-"""An independent implementation of the conventions of DESIGN §2, for cross-checks only.
+"""An independent implementation of the conventions of docs/conventions.md, for cross-checks only.
 
 It shares no code with ``verify``: explicit loops over sequences and tokens, SciPy's DOP853 for
 flows in float64, and Gragg-Bulirsch-Stoer extrapolation in mpmath for flows at high precision

@@ -1,7 +1,7 @@
 """The admissibility matrix: admissible pairs pass, each kind of inadmissible pair is refused.
 
 One Hypothesis strategy draws admissible (inputs, targets) pairs, full or causal; one strategy
-per obstruction of DESIGN §2 breaks such a pair in exactly that way.  The property is that
+per obstruction of docs/conventions.md §3 breaks such a pair in exactly that way.  The property is that
 :func:`verify.lie.invariants.check_admissible` accepts the first and refuses each of the others
 with a one-line message naming that obstruction, and that ``verify interpolate`` turns the
 refusal into exit code 2 without a traceback.  Solver witnesses for drawn admissible

@@ -150,6 +150,6 @@ def refusal_check(label: str, X: np.ndarray, Y: np.ndarray, causal: bool, obstru
         check_admissible(X, Y, causal)
     except InputError as e:
         return check(f"inadmissible data refused: {obstruction} [{label}]", 0.0, 0.0,
-                     "an invariant forbids these targets (DESIGN section 2)", reason=str(e))
+                     "an invariant forbids these targets (docs/conventions.md section 3)", reason=str(e))
     return check(f"inadmissible data refused: {obstruction} [{label}]", 1.0, 0.0,
-                 "an invariant forbids these targets (DESIGN section 2)", reason="accepted: not refused")
+                 "an invariant forbids these targets (docs/conventions.md section 3)", reason="accepted: not refused")

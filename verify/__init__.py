@@ -1,7 +1,10 @@
-"""The engine of the verification suite: attention blocks, their fields, flows and networks,
-witness files, backends (see DESIGN §2 for the conventions every module follows).
+"""The engine of the verification suite, in packages by job: ``model`` (blocks, fields, flows,
+networks, backends), ``lie`` (brackets, invariants, rank), ``rigorous`` (enclosures and
+existence proofs), ``search`` (the solver), ``io`` (witnesses, data files, validation) and
+``reporting``; the conventions every module follows are in docs/conventions.md.
 
-The engine knows nothing of theorems; ``theorems/`` composes it.
+The engine knows nothing of theorems; ``theorems/`` composes it, and the command line
+(``verify.cli``) sits on top of both.
 """
 
 from verify.io.errors import InputError, IntegrationError, VerifyError

@@ -40,8 +40,7 @@ SEED = int(os.environ.get("REACH_SEED", "0"))  # the instance generator's seed (
 BUDGET = float(os.environ.get("REACH_BUDGET", "60"))
 METHODS = {
     "lm": dict(method="lm"),
-    # one start of 300 Jacobians, single shooting of 10 m layers or steps, plain steps, straight-path start, X to Y
-    # only (DESIGN §6)
+    # one start of 300 Jacobians, single shooting of 10 m layers or steps, plain steps, straight-path start, X to Y only
     "plain-lm": dict(method="lm", steps_per_dim=10, segments=1, max_iter=300, max_starts=1, population=1, acceleration=0.0,
                      states="path", directions=("forward",), phases=({"share": 1.0},)),
 }

@@ -1,4 +1,4 @@
-"""Invariant structure of a collection, and the bracket rank it predicts (DESIGN §2, §3).
+"""Invariant structure of a collection, and the bracket rank it predicts (docs/conventions.md §3).
 
 No control can break these invariants, so the iterated brackets cannot span more than they
 allow.  Everything here is decided exactly (float equality of tokens, rational rank), never

@@ -53,7 +53,7 @@ class Block:
 def gaussian_blocks(
     seed: int, d: int, *, beta: float = 1.0, causal: bool = False
 ) -> tuple[Block, Block]:
-    """The two blocks of DESIGN §2 drawn from ``default_rng(seed)`` with entries N(0, 1/d)."""
+    """The two blocks of docs/conventions.md §1 drawn from ``default_rng(seed)`` with entries N(0, 1/d)."""
     if d < 1:
         raise InputError(f"token dimension d must be at least 1, got {d}")
     rng = np.random.default_rng(validate.seed(seed, "the blocks' seed"))

@@ -316,11 +316,6 @@ def backward_products(xp: Any, jacobians: list, vectors: list, nd: int, X: Any) 
     return D, G
 
 
-def end_point(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X: Any, **kw: Any) -> np.ndarray:
-    """Convenience: the end point of the flow only."""
-    return flow(blocks, control, X, **kw).end
-
-
 def flow_batch(
     blocks: Sequence[Block],
     pattern: Sequence[int],

@@ -64,49 +64,15 @@ from verify.search.newton import chord, chord_in_precision, levenberg_marquardt
 from verify.search.shooting import Shooting, population_lm
 from verify.search.steering import Steps, merge
 
-# Continuous depth: Jacobians per refit of the RK4 surrogate on halved steps.  The refit is the
-# search's own Levenberg-Marquardt step with geodesic acceleration, on the one member: of 8
-# surrogate fits (1e-3) that the refit before (Gauss-Newton, then damped steps, 60 Jacobians)
-# lost on seed 12 m = 8 instances 6 and 8 (4 of them in a variant, not adopted, that capped
-# the RK4 step at 1), whose residuals on the halved steps were 6e-3 to 20 (the fits largely
-# artefacts of their steps), it took 5 to 1e-8 within 150 Jacobians (21 to 118) and a sixth
-# in 184, where the refit before reached 1e-8 on 2 even with 300.
-# (A homotopy between the two step sizes did worse than one refit, 3 of 8 seed 11 instances
-# solved against 4: tracking the artefact costs the budget.)
+# Jacobians per refit of the RK4 surrogate on halved steps (measured: docs/solver-reach.md).
 REFINE_JACOBIANS = 150
-# Each refit first takes plain Levenberg-Marquardt steps, and only if they stall the accelerated
-# ones (Settings.acceleration) from the same start: the curvature that acceleration needs costs
-# about as much as a Jacobian.  On six captured fits (m = 8 and 18) plain steps finished four
-# of them 1.6-1.9 times faster (m = 18, seed 123 instance 1: 40 s instead of 65 s; seed 11
-# instance 3: 40 s instead of 69 s) and stalled on the other two within 1.8 and 3.8 s, which the
-# accelerated refit then finishes as before.
+# Refits take plain Levenberg-Marquardt steps first, accelerated ones only if those stall (measured: same).
 REFIT_ACCELERATIONS = (0.0,)
-# A refit that has not halved its residual over REFIT_PATIENCE Jacobians is given up (the
-# population's ``patience``): near a flow the refit converges fast, while the surrogate's
-# artefacts crawl.  On the design seed 11 (m = 8, 60 s) 45 refits were logged: the 14 that
-# reached 1e-8 halved their residual within 3-4 Jacobians and cut it tenfold within 3-7 (66
-# Jacobians at most in all), while 29 of the 31 failures crawled to the 150 (ending at 6.5e-8
-# to 0.74) and took 76 of the 85.5 s that refits cost (the other two met the deadline).
-# Replayed on those logs, patience 15 cuts none of the 14 and saves 55 s; patience 10 cuts one.
-# (The seed 12 refits of 21 to 118 Jacobians above were measured without it; on the fresh seeds
-# 129 and 130, paired, it solved the same instances with the same witnesses.)
+# A refit that has not halved its residual over this many Jacobians is given up (measured: same).
 REFIT_PATIENCE = 15
 
-# Continuous depth: the chord steps of the finish take the exact Jacobians of the flows
-# (Taylor tangents), not those of an RK4 scheme, which long durations make wrong: on seed 11
-# m = 18 instance 3 (durations up to 2.1) the RK4 Jacobian of the chained control with 32 RK4
-# steps per control step (the default until then) was off by 1.4e7 in entries of 1.3e7, and
-# its chord step raised the 24-digit residual from 1.4e-9 to 3.5e-9 (with 128 steps: 1.3e-11
-# at 16 s a Jacobian); the exact one (10 s) took it to 2.6e-17 in one step.  On the segments
-# of instance 5, which eight RK4 steps per control step left 0.72 from the exact flows, chord
-# steps with those RK4 Jacobians stalled at 2e-8 after eight, the exact ones reached 3e-12 in five.
-#
-# A chained control whose float64 residual is at most NEAR_CHAINED, but which float64 chord
-# steps cannot bring within tolerance (its float64 replay drifts from the exact flow by more,
-# 4e-9 on instance 3, where the chaining left 5.4e-9), gets chord steps on the whole control at
-# high precision at once, and its segments are refined at that precision only if they fail
-# (on instance 3 the finish then took 69 s instead of 118 s).  From far off such steps overshoot
-# (seen from 1.7e-2, below); 1e-6 is a choice well short of that, not tuned.
+# Chord steps use the exact flow Jacobians; within this float64 residual a chained control gets chord
+# steps at high precision at once (a choice well short of where they overshoot; measured: same).
 NEAR_CHAINED = 1e-6
 
 # Digits for networks and controls too unstable for float64, at least.  Most found networks
@@ -134,13 +100,8 @@ def float64_reach(X: np.ndarray, Y: np.ndarray) -> float:
     return FLOAT64_REACH * max(1.0, float(np.abs(X).max()), float(np.abs(Y).max()))
 
 
-# Where a fit that reached the search tolerance (finite: tolerance / 10 or float64_reach;
-# continuous: 1e-3 on the RK4 surrogate) can be lost on its way to a returned control or
-# network, the keys of ``Solution.lost``.  Most continuous fits are lost at the refit: on seed 24 m = 8 (60 s) four
-# misses lost fits there (durations 1.3 to 8.3 on one or two RK4 steps per control step), one of
-# them another at the budget (its segments' exact flows took 12 s) and one another integrating
-# its chained control (over 10 000 Taylor steps, tokens at |x| = 105); on seed 33 instance 2
-# lost 7 fits at the refit, instance 0 two there and one at the segments' exact flows.
+# Where a fit that reached the search tolerance can be lost on its way to a witness (the keys of
+# ``Solution.lost``; where the misses fell: docs/solver-reach.md).
 LOSSES = {
     "refit": "at the refit on finer RK4 steps (the surrogate's fit did not carry over to them)",
     "segments": "at the exact flows of the segments",

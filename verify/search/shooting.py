@@ -325,10 +325,8 @@ def _population(shooting, rec, size, start, tol, max_iter, max_starts, deadline,
     True after each iteration and ends when a member finished (``rec.found``), when no member
     is left or at the deadline.  Neither an iteration nor a chunk of fresh members is begun
     that would end past the deadline at the cost of the last one (the first iteration's is
-    taken to be a Jacobian per member, which can fall short).  At m = 128 in continuous depth
-    (seed 58, instance 0) a member's draw and Jacobian take 0.7 s and a step of its 16
-    members 10.7 s, and the solver, alone on a core, had returned after 98 s in a budget of
-    60; now after 58 s."""
+    taken to be a Jacobian per member, which can fall short): at m = 128 a step of 16 members
+    takes about 10 s, so an unguarded step overran the budget by half (docs/solver-reach.md)."""
     per = 0.0  # the most seconds a member's draw and Jacobian took
 
     def members(count: int):

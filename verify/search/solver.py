@@ -46,7 +46,7 @@ invariant forbids:
   Every population step is corrected by geodesic acceleration (``acceleration``, see
   :func:`verify.search.shooting.population_lm`).  ``steps_per_dim=10, segments=1, population=1,
   max_starts=1, max_iter=300, acceleration=0, states="path", directions=("forward",)`` is the
-  plain single-start Levenberg-Marquardt fit of DESIGN §6, the benchmark's baseline.
+  plain single-start Levenberg-Marquardt fit, the benchmark's baseline.
 * ``steer``: bracket steering along the path to the targets (:mod:`verify.search.steering`): each move
   aims a fraction of the way, Newton on the bracket coefficients realises it by commutators of
   flows; the fraction grows after a success and halves after a failure.  Measured reach is
@@ -148,44 +148,8 @@ class Settings:
     # (verify.search.pruning, prune_found); 0: none
 
 
-# Shooting shape per depth, measured on seed 11 and 12 instances (docs/solver-reach.md).
-# Short segments with many of them do better: per start at m = 18 (seed 11, instances 0-5,
-# 16 starts each, 1000 Jacobians), 36 layers in 3 segments solved 40 of 96 fits, 72 in 6
-# segments 53, 96 in 8 segments 65, 144 in 12 segments 73 (the hardest instance 0, 1, 0, 3).
-# A longer network costs more per Jacobian, so finite depth takes the middle, 6 m layers in
-# segments of 12 (on the reach instances, seed 0, 60 s: 4 m, 6 m and 8 m layers solved 7, 7
-# and 8 of 10 at m = 18; 4 m and 6 m 7 of 10 at m = 32).  Continuous depth keeps 10 m steps,
-# at first in segments of 12 steps too (of 6 since, below): 4 of 8 seed 11 m = 8 instances in
-# 30 s as with 2 segments, but in seconds instead of tens of seconds, and the first m = 18
-# solve (1 of 4 seed 11 instances, where 2 or 3 segments solved none); 5 of 10 reach instances
-# at m = 8 as before.
-# With geodesic acceleration a finite start converges in fewer Jacobians, and 8 starts in lock
-# step instead of 16 give each twice the iterations within the budget: at m = 32 (60 s, seed 11
-# instances 0-5 and seed 12 instances 0-5) the same 8 of 12 solved, in 4-23 s against 10-46 s.
-# Finite starts alternate straight-path and image starts (``states="mixed"``, :func:`start`):
-# at m = 8 (30 s) 9 and 8 of 10 on seeds 11 and 12 against 8 and 7 with path starts only, m = 18
-# 10 of 10 both ways on both seeds, m = 32 (60 s, seed 4) 7 of 10 against 6.
-# Finite segments of 6 layers instead of 12 (twice as many segments; the block-tridiagonal
-# step keeps the cost linear in their number): m = 8 (30 s) 9, 10 and 8 of 10 on seeds 11, 12
-# and 2 against 9, 8 and 8, and at 60 s 10, 10 and 9 on seeds 7, 8 and 9 against 10, 9 and 8;
-# m = 18 (30 s) 10 of 10 on seeds 11 and 12; m = 32 (60 s) 9 of 10 on seed 4 against 7, 8 on
-# seed 7 against 7.  Segments of 4 solved the same 27 of 30 at m = 8 as segments of 6.
-# Continuous depth also fits the inverse problem, each population getting every other
-# iteration: m = 8 (60 s) 4 of 10 on seed 7 against 3 forward only, 3 and 6 of 10 on seeds 18
-# and 19 against 3 and 5.
-# Continuous depth searches twice: a third of the budget with short durations on the one-step RK4
-# surrogate, then long durations (scale 2) on two RK4 steps per control step.  The two solve
-# different instances (seed 11 and 12, m = 8: 4 + 4 of 20 and 5 + 3 of 20, only 6 of them the
-# same), and the short search's solves came within 19 s of 60, the long one's within 34 s.
-# Slow sequences (:mod:`verify.search.shape_speed`) need long controls to change shape; the one-step
-# surrogate is an artefact at such durations, two RK4 steps are near the flow.
-# Continuous depth now takes segments of 6 steps and mixed starts, as finite depth does, with
-# the refit by the search's own steps (verify.search.finish.REFINE_JACOBIANS).  At m = 8 (60 s) it
-# solved 12 of 20 design instances (seeds 11 and 12) against 11 with segments of 12, path
-# starts and the Gauss-Newton refit (10 and 11 with only the refit or only the shape changed),
-# and 13 of 20 on the fresh seeds 54 and 55 against 12, with median times of 14 and 4.6 s
-# against 33 and 6.7 s: no worse, and faster, but a gain in reach within the noise
-# (docs/solver-reach.md).
+# Shooting shape, starts and the two continuous phases were chosen by measurement: docs/solver-reach.md,
+# "Measurements behind the solver's constants".
 CONTINUOUS_PHASES = ({"share": 1 / 3}, {"share": 2 / 3, "scale": 2.0, "substeps": 2})
 PHASE_KEYS = {"share", "scale", "image_scale", "states", "substeps"}
 STATES = (*START_STATES, "mixed")  # Settings.states (and a phase's "states")
