@@ -23,7 +23,8 @@ from verify.io import witness
 from verify.io.errors import InputError
 from verify.lie.invariants import check_admissible
 from verify.model.blocks import gaussian_blocks
-from verify.search.solver import Settings, solve
+from verify.search.settings import Settings
+from verify.search.solver import solve
 
 from . import independent
 from .test_cli import run, save_npy

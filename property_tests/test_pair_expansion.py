@@ -18,8 +18,9 @@ from verify.model.blocks import gaussian_blocks
 from verify.model.network import apply
 from verify.search.newton import chord
 from verify.search.pair_expansion import expansion, expansion_step, has_equilibria, park, symmetric_logits
+from verify.search.settings import Settings
 from verify.search.shape_speed import shape_speeds
-from verify.search.solver import Settings, solve
+from verify.search.solver import solve
 
 from . import independent
 

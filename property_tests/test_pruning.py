@@ -13,7 +13,8 @@ from theorems.reach import instance
 from verify.model.blocks import gaussian_blocks
 from verify.model.flow import flow
 from verify.search.pruning import shrink
-from verify.search.solver import Settings, Solution, prune_found, solve
+from verify.search.settings import Settings
+from verify.search.solver import Solution, prune_found, solve
 
 from . import independent
 from .test_cli import run, save_npy

@@ -32,9 +32,10 @@ from verify.search.finish import (
     replay_error,
 )
 from verify.search.newton import chord, levenberg_marquardt
+from verify.search.settings import DEPTH_DEFAULTS, Settings, resolve
 from verify.search.shape_speed import minimal_duration, minimal_step_total
 from verify.search.shooting import Shooting
-from verify.search.solver import DEPTH_DEFAULTS, Settings, resolve, solve, start
+from verify.search.solver import solve, start
 from verify.search.steering import inverse, merge, realize
 
 from . import independent

@@ -36,6 +36,7 @@ import mpmath
 import numpy as np
 
 from verify.lie import certify
+from verify.model.backend import UNIT
 from verify.model.blocks import gaussian_blocks
 from verify.model.flow import flow
 from verify.reporting.results import Check, check
@@ -57,7 +58,6 @@ HYPOTHESES = [
     "blocks: Q, K, V with i.i.d. N(0, 1/d) entries, causal mask",
     "targets: first tokens y_1 = G x_1 with det G > 0, shared prefixes kept",
 ]
-EPS = 2.0**-52
 
 PROFILES = {
     "quick": dict(shape=(2, 2, 2), generic=(3, 2, 2), prefix=(2, 3, 2), solve=(1, 2, 2), budget=120.0, starts=16),
@@ -80,7 +80,7 @@ def linearity_check(label: str, blocks, X: np.ndarray, seed: int) -> Check:
         x1 = [G * mpmath.matrix(X[s, 0].tolist()) for s in range(X.shape[0])]
         gap = max(float(abs(res.end[s, 0, i] - x1[s][i])) for s in range(X.shape[0]) for i in range(X.shape[2]))
     scale = float(np.abs(res.end).max()) + 1.0
-    return check(f"first tokens move by prod expm(tau V) [{label}]", gap, 10 * res.error_estimate + 1e3 * EPS * scale,
+    return check(f"first tokens move by prod expm(tau V) [{label}]", gap, 10 * res.error_estimate + 1e3 * UNIT * scale,
                  f"10 x float64 integration error estimate + 1e3 u max|x|; expm at {HP_DIGITS} digits",
                  error_estimate=res.error_estimate)
 

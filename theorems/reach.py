@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from verify.model.blocks import Block, gaussian_blocks
-from verify.search.solver import Settings, resolve, solve
+from verify.search.settings import Settings, resolve
+from verify.search.solver import solve
 
 from .instances import indexed_rng
 

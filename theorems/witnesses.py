@@ -33,7 +33,8 @@ from verify.model.flow import flow
 from verify.model.network import apply
 from verify.reporting.results import Check, check
 from verify.rigorous.krawczyk import certify_control
-from verify.search.solver import Settings, solve
+from verify.search.settings import Settings
+from verify.search.solver import solve
 
 BELOW_ONE = float(np.nextafter(1.0, 0.0))  # strict "< 1" as a "<=" bound
 HP_DIGITS = 40
@@ -86,7 +87,7 @@ def trajectory(blocks: Sequence[Block], X: np.ndarray, steps, depth: str, per_st
 
 def solver_settings(depth: str, seed: int, profile: dict) -> Settings:
     """The solver's settings for a theorem check: ``profile["starts"]`` random starts of at
-    most the depth's ``max_iter`` Jacobians each (:data:`verify.search.solver.DEPTH_DEFAULTS`), so the
+    most the depth's ``max_iter`` Jacobians each (:data:`verify.search.settings.DEPTH_DEFAULTS`), so the
     result does not depend on the machine's speed and two runs write the same report;
     ``profile["budget"]`` seconds is only a safety cap (a check that hits it fails as not found)."""
     return Settings(depth=depth, seed=seed, time_budget=profile["budget"],

@@ -28,6 +28,7 @@ from verify.lie.hall import basis, str_word
 from verify.model.blocks import gaussian_blocks
 from verify.reporting import appendix, report, selfcheck, summary
 from verify.search import solver
+from verify.search.settings import Settings
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 CERTIFY_SECONDS = 600.0  # check --certify gives up (UNDECIDED) after ten minutes
@@ -385,7 +386,7 @@ def _interpolate(args: argparse.Namespace) -> int:
         raise InputError(f"--prune must be a number of seconds >= 0 (0: no pruning), got {args.prune}")
     if args.out:
         check_creatable(args.out)  # before the search, not after it
-    settings = solver.Settings(
+    settings = Settings(
         tolerance=args.tolerance, depth=args.depth, method=args.method, seed=args.search_seed,
         time_budget=args.time_budget, prune=args.prune, **({"max_depth": args.max_depth} if args.max_depth else {}),
     )

@@ -48,7 +48,7 @@ import numpy as np
 from verify.io import validate
 from verify.io.errors import InputError, IntegrationError
 from verify.io.files import DEFAULT_LIMITS, Limits, check_creatable, create_exclusive, decimal, load_json, parse_json
-from verify.model.backend import namespace, precision
+from verify.model.backend import UNIT, namespace, precision
 from verify.model.blocks import Block
 from verify.model.flow import flow
 from verify.model.network import apply, propagated_rounding, rounding_estimate
@@ -343,7 +343,7 @@ def image(w: Witness, dps: int | None = None) -> Image:
         blocks = w.blocks_at(dps)
         X = w.array_at("inputs", dps)
         steps = w.steps_at(dps)
-        unit = 2.0**-52 if dps is None else 10.0**-dps
+        unit = UNIT if dps is None else 10.0**-dps
         if w.depth == "continuous":
             res = flow(blocks, steps, X, dps=dps, propagate=True)
             return Image(end=res.end, estimate=float(res.error_estimate), work={"taylor_steps": res.taylor_steps})

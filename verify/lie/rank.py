@@ -66,7 +66,7 @@ from verify.lie.brackets import bracket_matrix
 from verify.lie.hall import basis, counting_degree, degree
 from verify.lie.invariants import predicted_rank
 from verify.model.attention import causal_mask, field, jacobian, logits
-from verify.model.backend import namespace, precision
+from verify.model.backend import UNIT, namespace, precision
 from verify.model.blocks import Block
 
 NOISE_FACTOR = 1e6  # measured scaled-column error <= 1.8e5 u (module docstring), margin 5
@@ -249,7 +249,7 @@ def _analyse_at(blocks, X, K, dps, w: float) -> dict[str, Any]:
             raise InputError(f"the brackets of degree <= {K} overflow float64 on this collection (max |x| = "
                              f"{float(np.abs(np.asarray(X, dtype=float)).max()):.3g}); rescale the data towards |x| ~ 1")
         sigma = singular_values(M, scales, level)
-        unit = 2.0**-52 if level is None else 10.0**-level
+        unit = UNIT if level is None else 10.0**-level
         r, decisive = decide(sigma, unit, W, min(m, W))
         digits = FLOAT64_DIGITS if level is None else level
         weights_seen = resolved(w, digits, W, r < min(m, W))
@@ -291,7 +291,7 @@ def _min_degree(result: dict[str, Any], words: list, target: int) -> int:
     """Smallest degree whose columns (a prefix of the matrix) already have rank ``target``."""
     degs = np.array([degree(w) for w in words])
     level = result["digits"]
-    unit = 2.0**-52 if level is None else 10.0**-level
+    unit = UNIT if level is None else 10.0**-level
     M, scales = result["matrix"], result["scales"]
     for k in range(1, int(degs.max()) + 1):
         cols = degs <= k

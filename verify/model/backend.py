@@ -38,6 +38,7 @@ import numpy as np
 
 from verify.io.errors import InputError
 
+UNIT = 2.0**-52  # float64's machine epsilon: the suite's rounding unit (twice the unit roundoff 2^-53, on the safe side)
 BACKENDS = ("numpy", "array-api-strict", "cupy", "mpmath", "mpmath-pure", "arb")
 
 try:  # gmpy2's MPFR numbers are ~10x faster than mpmath.mpf as array elements

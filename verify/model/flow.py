@@ -59,7 +59,7 @@ import numpy as np
 from verify.io import validate
 from verify.io.errors import IntegrationError
 from verify.model.attention import basis_directions, block_arrays, columns_to_jacobians, field, logits, softmax_weights
-from verify.model.backend import is_mp, namespace, namespace_of, precision
+from verify.model.backend import UNIT, is_mp, namespace, namespace_of, precision
 from verify.model.blocks import Block
 from verify.model.taylor import coefficients, evaluate
 
@@ -175,7 +175,7 @@ def split_order(lognorms: list[float], h: float, unit: float) -> tuple[int, floa
     p = len(lognorms) - 1
     tail, K = 0.0, p
     while K > 0:
-        term = 2.0**-52 * p * math.exp(min(700.0, lognorms[K] + K * math.log(h)))
+        term = UNIT * p * math.exp(min(700.0, lognorms[K] + K * math.log(h)))
         if tail + term > unit:
             break
         tail, K = tail + term, K - 1
@@ -206,7 +206,7 @@ def flow(
             xp = namespace("mpmath")
             return _flow(blocks, control, xp.asarray(X), tol or 10.0 ** (3 - dps), 10.0**-dps, sensitivities, propagate,
                          max_steps, deadline)
-    return _flow(blocks, control, X, tol or DEFAULT_TOL, 2.0**-52, sensitivities, propagate, max_steps, deadline)
+    return _flow(blocks, control, X, tol or DEFAULT_TOL, UNIT, sensitivities, propagate, max_steps, deadline)
 
 
 def _propagated(local: list[float], jacobians: list[Any]) -> float:
@@ -362,7 +362,7 @@ def flow_batch(
     """
     if dps is None:
         return _flow_batch(blocks, pattern, np.asarray(durations, dtype=float), np.array(Z, dtype=float),
-                           tol or DEFAULT_TOL, 2.0**-52, sensitivities, max_steps, deadline)
+                           tol or DEFAULT_TOL, UNIT, sensitivities, max_steps, deadline)
     if sensitivities:
         raise ValueError("flow_batch gives sensitivities in float64 only")
     with precision(dps):

@@ -33,7 +33,7 @@ import numpy as np
 
 from verify.io import validate
 from verify.model.attention import field, field_and_jacobian, field_jet, field_numpy, jacobian
-from verify.model.backend import namespace, namespace_of, precision
+from verify.model.backend import UNIT, namespace, namespace_of, precision
 from verify.model.blocks import Block
 from verify.model.flow import backward_products
 
@@ -56,13 +56,13 @@ def control_to_network(control: Sequence[tuple[int, Any]], splits: int | Sequenc
     return [(b, tau / m) for (b, tau), m in zip(control, ms, strict=True) for _ in range(int(m))]
 
 
-def rounding_estimate(n_layers: int, end: Any, unit: float = 2.0**-52) -> float:
+def rounding_estimate(n_layers: int, end: Any, unit: float = UNIT) -> float:
     """Estimate (not a bound) of the rounding in a network's output: 4 (L + 1) u max(1, max|x|)."""
     return 4 * (n_layers + 1) * unit * max(1.0, float(np.max(np.abs(np.asarray(end, dtype=float)))))
 
 
 def propagated_rounding(blocks: Sequence[Block], layers: Sequence[tuple[int, float]], X: np.ndarray,
-                        unit: float = 2.0**-52) -> float:
+                        unit: float = UNIT) -> float:
     """Estimate (not a bound) of the rounding in a float64 network's output: each layer
     (b, h) rounds its output X_l = X_(l-1) + h F_b(X_(l-1)) at the scale s_l = |X_l| + |h F|
     (componentwise), the layers after it carry that to the end by G_l = d X_L / d X_l, and

@@ -18,13 +18,12 @@ import scipy.linalg
 
 from verify.io.witness import dumps, make, parse, replay
 from verify.model.attention import jacobian, jvp
-from verify.model.backend import namespace, precision
+from verify.model.backend import UNIT, namespace, precision
 from verify.model.blocks import Block, gaussian_blocks
 from verify.model.flow import flow
 from verify.model.network import apply, control_to_network
 from verify.reporting.results import Check, check
 
-EPS = 2.0**-52
 SAFETY = 10.0  # factor applied to integration error *estimates* when they serve as bounds
 HP_DIGITS = 40
 SENS_DIGITS = 25  # tangent propagation costs n d times a plain flow; 25 digits suffice against float64
@@ -74,7 +73,7 @@ def _derivative_checks(tag: str, blocks, X) -> list[Check]:
         jvp_hp = jvp(blocks[0], Xh, Uh)
         jac_hp = jacobian(blocks[0], Xh)
     scale = float(np.max(np.abs(X))) ** 2 * float(np.max(np.abs(U))) + 1
-    bound = 1e3 * X.shape[1] * EPS * scale
+    bound = 1e3 * X.shape[1] * UNIT * scale
     origin = "1e3 n u |X|^2 |U| (float64 rounding of the analytic formula)"
     return [
         check(f"jvp float64 vs {HP_DIGITS} digits [{tag}]", _hp_diff(jvp(blocks[0], X, U), jvp_hp), bound, origin),
@@ -98,15 +97,15 @@ def _flow_checks(tag: str, blocks, X, control) -> list[Check]:
     netres = apply(blocks, net, X, sensitivities=True)
     nethp = apply(blocks, net, X, dps=HP_DIGITS, sensitivities=True)
     return [
-        check(f"flow then reverse returns [{tag}]", np.max(np.abs(back.end - X)), SAFETY * est + 1e3 * EPS,
+        check(f"flow then reverse returns [{tag}]", np.max(np.abs(back.end - X)), SAFETY * est + 1e3 * UNIT,
               "10 x (forward + backward integration error estimates) + 1e3 u"),
-        check(f"flow float64 vs {HP_DIGITS} digits [{tag}]", _hp_diff(fwd.end, hp.end), SAFETY * fwd.error_estimate + 1e3 * EPS,
+        check(f"flow float64 vs {HP_DIGITS} digits [{tag}]", _hp_diff(fwd.end, hp.end), SAFETY * fwd.error_estimate + 1e3 * UNIT,
               "10 x float64 integration error estimate + 1e3 u"),
         check(f"duration sensitivities float64 vs {SENS_DIGITS} digits [{tag}]", _hp_diff(fwd.d_durations, hp_sens.d_durations),
               1e-10 * dur_scale, "1e-10 x max |d Phi / d tau| (float64 tangent propagation, cond <= 1e6)"),
         check(f"growth bound max_i |x_i(T)| <= R0 exp(sum ||V_b|| |tau|) [{tag}]", R1 / growth, 1.0,
               "Gronwall: |dx_i/dt| <= ||V||_2 max_j |x_j|"),
-        check(f"network float64 vs {HP_DIGITS} digits [{tag}]", _hp_diff(netres.end, nethp.end), 1e3 * len(net) * EPS * (R1 + 1),
+        check(f"network float64 vs {HP_DIGITS} digits [{tag}]", _hp_diff(netres.end, nethp.end), 1e3 * len(net) * UNIT * (R1 + 1),
               "1e3 L u max|x| (rounding of L residual layers)"),
         check(f"layer-step sensitivities float64 vs {HP_DIGITS} digits [{tag}]", _hp_diff(netres.d_steps, nethp.d_steps),
               1e-10 * (float(np.max(np.abs(nethp.d_steps.astype(float)))) + 1), "1e-10 x max |d X_L / d h|"),
@@ -134,7 +133,7 @@ def _coincidence_check(tag: str, blocks, X, control) -> Check:
     Xc[:, -1] = Xc[:, 0]
     end = flow(blocks, control, Xc).end
     gap = np.max(np.abs(end[:, -1] - end[:, 0]))
-    return check(f"coincident tokens stay coincident [{tag}]", gap, 1e3 * EPS * (np.max(np.abs(end)) + 1),
+    return check(f"coincident tokens stay coincident [{tag}]", gap, 1e3 * UNIT * (np.max(np.abs(end)) + 1),
                  "1e3 u max|x|: the two tokens follow identical arithmetic up to summation order")
 
 

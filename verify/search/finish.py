@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from verify.io.errors import IntegrationError
-from verify.model.backend import precision
+from verify.model.backend import UNIT, precision
 from verify.model.blocks import Block
 from verify.model.flow import flow, flow_batch
 from verify.model.network import apply, propagated_rounding
@@ -131,7 +131,7 @@ def amplification(rounding: float) -> float:
     """How many float64 units of rounding a replay propagates (at least 1), from the estimate
     ``rounding`` of its rounding (:func:`verify.model.network.propagated_rounding`, or a float64
     replay's drift from an exact one)."""
-    return max(rounding / 2.0**-52, 1.0)
+    return max(rounding / UNIT, 1.0)
 
 
 def high_digits(gain: float, tol: float, floor: int = HIGH_DPS) -> int | None:
@@ -374,7 +374,7 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
     r0 = image_residual(blocks, pattern, h, X, Y, "continuous")
     gain = max(float(np.abs(r0).max()) / max(seg_err, 1e-300), 1.0)  # what the chaining amplified
     err = math.inf
-    if 2.0**-52 * gain <= 0.1 * tol:  # else float64 chord steps cannot reach the tolerance
+    if UNIT * gain <= 0.1 * tol:  # else float64 chord steps cannot reach the tolerance
         h, err, jac = chord(lambda z: image_residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol,
                              deadline, r=r0)
         spent[0] += jac

@@ -6,7 +6,8 @@ invariant forbids:
 * ``lm`` (default): multiple shooting (:mod:`verify.search.shooting`): ``steps_per_dim * m`` steps of
   the alternating pattern cut into ``segments`` segments (by default as many as give about
   ``segment_steps`` steps each) whose intermediate states are unknowns too (the defaults
-  depend on the depth: ``DEPTH_DEFAULTS``, filled in by :func:`resolve`),
+  depend on the depth: ``DEPTH_DEFAULTS`` of :mod:`verify.search.settings`, filled in by its
+  ``resolve``),
   fitted by a ``population`` of Levenberg-Marquardt starts in lock step (minimum-norm
   steps; step sizes uniform in [-scale, scale] from ``default_rng([seed, start])``, and the
   intermediate states on the straight path from X to Y, ``states="path"``; with
@@ -41,7 +42,7 @@ invariant forbids:
   The search runs in ``phases``, one after the other, each with its share of the time budget
   (and of ``max_starts``) and its own ``scale``, ``image_scale``, ``states`` and ``substeps``:
   in continuous depth a third with short durations on the one-step surrogate, then long
-  durations (``scale`` 2) on two RK4 steps per control step (``CONTINUOUS_PHASES``); the
+  durations (``scale`` 2) on two RK4 steps per control step (``settings.CONTINUOUS_PHASES``); the
   phases after the first key their starts ``[seed, index, 0 or 1, phase]``.
   Every population step is corrected by geodesic acceleration (``acceleration``, see
   :func:`verify.search.shooting.population_lm`).  ``steps_per_dim=10, segments=1, population=1,
@@ -87,6 +88,7 @@ from verify.lie.brackets import bracket_matrix
 from verify.lie.hall import basis, counting_degree, degree
 from verify.lie.invariants import check_admissible, check_blocks_move, predicted_rank
 from verify.lie.rank import FLOAT64_DIGITS, degree_scales, weight_digits
+from verify.model.backend import UNIT
 from verify.model.blocks import Block
 from verify.model.network import propagated_rounding
 from verify.search.finish import (
@@ -107,73 +109,10 @@ from verify.search.finish import (
 from verify.search.newton import chord_in_precision, levenberg_marquardt
 from verify.search.pair_expansion import expansion
 from verify.search.pruning import prune, remove, shrink
+from verify.search.settings import DEPTH_DEFAULTS, STATES, Settings, resolve, valid_phase
 from verify.search.shape_speed import minimal_duration, minimal_step_total, shape_speeds, slowest
-from verify.search.shooting import START_STATES, PopulationRecord, Shooting, population_lm
+from verify.search.shooting import PopulationRecord, Shooting, population_lm
 from verify.search.steering import Steps, merge, steer
-
-
-@dataclass(frozen=True)
-class Settings:
-    tolerance: float = 1e-10
-    depth: str = "continuous"  # or "finite"
-    method: str = "lm"  # or "steer"
-    seed: int = 0
-    steps_per_dim: float | None = None  # lm: control length = steps_per_dim * m (None: DEPTH_DEFAULTS)
-    segments: int | None = None  # lm: shooting segments (1: single shooting; None: enough for segment_steps each)
-    segment_steps: int | None = None  # lm: steps per segment when segments is None (None: DEPTH_DEFAULTS)
-    population: int | None = None  # lm: starts fitted in lock step (None: DEPTH_DEFAULTS)
-    scale: float = 0.5  # lm: initial durations uniform in [-scale, scale]
-    states: str | None = None  # lm: "path" (intermediate states on the straight path X -> Y), "images" (Shooting.fresh),
-    # or "mixed" (even starts "path", odd starts "images" with step sizes in [-image_scale, image_scale]); None: DEPTH_DEFAULTS
-    image_scale: float = 2.0  # lm, states="mixed": initial step sizes of the "images" starts
-    substeps: int = 1  # lm, continuous depth: RK4 steps per control step in the population fit
-    max_iter: int | None = None  # lm: Jacobians per start (None: DEPTH_DEFAULTS)
-    patience: int = 0  # lm: replace a start whose residual has not halved in this many Jacobians (0: never)
-    acceleration: float = 0.75  # lm: geodesic acceleration, largest accepted 2|a|/|v| (0: plain LM steps)
-    directions: tuple[str, ...] | None = None  # lm: problems fitted in turn: "forward" (X to Y) and, continuous depth
-    # only, "backward" (Y to X, the control then reversed); None: DEPTH_DEFAULTS
-    phases: tuple[dict[str, float], ...] | None = None  # lm: searches one after the other, each a dict with its
-    # "share" of the time budget (the last takes what is left) and of max_starts, and optionally its own "scale",
-    # "image_scale", "states" and (continuous depth) "substeps"; None: DEPTH_DEFAULTS
-    max_starts: int = 1_000_000  # lm: random starts per direction (the time budget usually ends them first)
-    first_fraction: float = 0.05  # first move: this fraction of the way to the targets
-    min_fraction: float = 1e-4
-    max_degree: int = 10
-    max_depth: int = 500_000  # steps (continuous) or layers (finite)
-    tight_speed: float = 0.05  # lm, finite depth, pairs (n = 2): first expand input pairs slower than this by one
-    # large layer (verify.search.pair_expansion), then search from there; 0: never
-    time_budget: float = 60.0  # seconds of wall time
-    max_moves: int = 2_000  # steer
-    prune: float = 0.0  # seconds (beyond time_budget) of greedy pruning of a found control or network
-    # (verify.search.pruning, prune_found); 0: none
-
-
-# Shooting shape, starts and the two continuous phases were chosen by measurement: docs/solver-reach.md,
-# "Measurements behind the solver's constants".
-CONTINUOUS_PHASES = ({"share": 1 / 3}, {"share": 2 / 3, "scale": 2.0, "substeps": 2})
-PHASE_KEYS = {"share", "scale", "image_scale", "states", "substeps"}
-STATES = (*START_STATES, "mixed")  # Settings.states (and a phase's "states")
-
-
-def _valid_phase(phase: dict) -> bool:
-    """A phase of ``Settings.phases``: known keys, a positive share, positive scales, known
-    states and a whole number of RK4 substeps from 1 to 1024."""
-    return (not set(phase) - PHASE_KEYS and phase.get("share", 0) > 0 and phase.get("scale", 1) > 0
-            and phase.get("image_scale", 1) > 0 and phase.get("states", "path") in STATES
-            and phase.get("substeps", 1) in range(1, 1025))
-
-DEPTH_DEFAULTS = {
-    "finite": {"steps_per_dim": 6, "segment_steps": 6, "max_iter": 1000, "population": 8, "states": "mixed",
-               "directions": ("forward",), "phases": ({"share": 1.0},)},
-    "continuous": {"steps_per_dim": 10, "segment_steps": 6, "max_iter": 300, "population": 16, "states": "mixed",
-                   "directions": ("forward", "backward"), "phases": CONTINUOUS_PHASES},
-}
-
-
-def resolve(settings: Settings) -> Settings:
-    """``settings`` with the shooting fields left at None filled in from DEPTH_DEFAULTS."""
-    defaults = DEPTH_DEFAULTS[settings.depth]
-    return replace(settings, **{k: v for k, v in defaults.items() if getattr(settings, k) is None})
 
 
 @dataclass
@@ -228,10 +167,12 @@ def solve(
     blocks: Sequence[Block],
     X: np.ndarray,
     Y: np.ndarray,
-    settings: Settings = Settings(),
+    settings: Settings | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Solution:
-    """Find a control (continuous) or network (finite) taking X to Y; see module docstring."""
+    """Find a control (continuous) or network (finite) taking X to Y; see module docstring
+    (``settings``: :class:`verify.search.settings.Settings`, its defaults when None)."""
+    settings = Settings() if settings is None else settings
     if not settings.prune >= 0:
         raise InputError(f"prune must be a number of seconds >= 0 (0: no pruning), got {settings.prune}")
     if not settings.time_budget > 0:  # NaN too: a deadline of NaN never comes
@@ -267,7 +208,7 @@ def _solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         raise InputError(f"unknown method {settings.method!r}; choose 'lm' or 'steer'")
     if not settings.directions or not set(settings.directions) <= {"forward", "backward"}:
         raise InputError(f"directions {settings.directions!r}: choose one or both of 'forward' and 'backward'")
-    if not settings.phases or not all(map(_valid_phase, settings.phases)):
+    if not settings.phases or not all(map(valid_phase, settings.phases)):
         raise InputError(f"phases {settings.phases!r}: give each a positive 'share', optionally a positive 'scale' or "
                          "'image_scale', 'states' and whole 'substeps' from 1 to 1024")
     if "backward" in settings.directions and settings.depth == "finite":
@@ -539,7 +480,7 @@ def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) 
         else:
             err = bound = float(np.abs(residual([t for _, t in steps])).max())
             if depth == "finite":
-                unit = 10.0**-dps if dps else 2.0**-52
+                unit = 10.0**-dps if dps else UNIT
                 bound += 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in steps], X, unit)
         if bound <= tol:
             errors[0] = err
