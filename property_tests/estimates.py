@@ -32,6 +32,7 @@ from verify.io import witness
 from verify.io.errors import IntegrationError
 from verify.model.blocks import gaussian_blocks
 from verify.model.flow import flow
+from verify.verdicts import replay
 
 TRUTH_DIGITS = 30
 TRUTH_SECONDS = 60.0  # a truth that takes longer is given up (counted as "no truth")
@@ -115,12 +116,12 @@ def measure(dr: Draw, independent_flow: bool = True) -> Outcome | None:
     blocks, X = problem(dr)
     try:
         w = witness.from_dict(_witness_doc(dr, blocks, X, X))  # targets replaced below
-        image = witness.image(w)  # float64 replay: the image and its estimate
+        image = replay.image(w)  # float64 replay: the image and its estimate
     except IntegrationError:
         return None
     Y = np.asarray(image.end, dtype=float)
     w = witness.from_dict(_witness_doc(dr, blocks, X, Y))
-    verdict = witness.replay(w)
+    verdict = replay.replay(w)
     with mpmath.workdps(TRUTH_DIGITS):
         exact = truth(dr, blocks, X, independent_flow)
         err = float(max(abs(a - mpmath.mpf(float(b))) for a, b in zip(exact.ravel(), Y.ravel(), strict=True)))

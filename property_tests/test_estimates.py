@@ -24,12 +24,13 @@ from hypothesis import strategies as st
 from property_tests.estimates import draw, measure
 from verify import cli
 from verify.io import witness
+from verify.verdicts import replay
 
 DATA = Path(__file__).parent / "data"
 
 
 def test_the_false_pass_witness_of_issue_37_is_refused():
-    verdict = witness.replay(witness.load(DATA / "false_pass_witness.json"))
+    verdict = replay.replay(witness.load(DATA / "false_pass_witness.json"))
     assert verdict["verdict"] == "FAIL" and verdict["error"] > 1.0
 
 
@@ -103,7 +104,7 @@ def test_mutated_witnesses_give_a_verdict_or_one_line(tmp_path, text):
     assert sorted(os.listdir(tmp_path)) == before
     if code == 0:  # a PASS must survive an independent 30-digit replay
         w = witness.load(p)
-        assert witness.replay(w, 30)["verdict"] != "FAIL"
+        assert replay.replay(w, 30)["verdict"] != "FAIL"
 
 
 def test_outputs_never_go_through_a_link(tmp_path):

@@ -21,6 +21,7 @@ from verify.search.pair_expansion import expansion, expansion_step, has_equilibr
 from verify.search.settings import Settings
 from verify.search.shape_speed import shape_speeds
 from verify.search.solver import solve
+from verify.verdicts import replay
 
 from . import independent
 
@@ -106,7 +107,7 @@ def test_the_solver_expands_a_tight_pair_and_the_witness_replays_independently()
     sol = solve(blocks, X, Y, Settings(depth="finite", seed=TIGHT[1], time_budget=60))
     assert sol.success and "expanding the tight input pair(s) [0]" in sol.message, sol.message
     doc = witness.make(blocks, X, Y, "finite", sol.steps, 1e-10, precision=witness.precision_label(sol.dps))
-    assert witness.replay(witness.from_dict(json.loads(json.dumps(doc))), sol.dps)["passed"]
+    assert replay.replay(witness.from_dict(json.loads(json.dumps(doc))), sol.dps)["passed"]
     layers = [(b, witness._jsonable(t)) for b, t in sol.steps]
     theirs = independent.network([(b.Q, b.K, b.V) for b in blocks], layers, X, dps=sol.dps or 40)
     assert float(np.abs(theirs - Y).max()) <= 1e-10

@@ -37,6 +37,7 @@ from verify.search.shape_speed import minimal_duration, minimal_step_total
 from verify.search.shooting import Shooting
 from verify.search.solver import solve, start
 from verify.search.steering import inverse, merge, realize
+from verify.verdicts import replay
 
 from . import independent
 from .test_cli import run, save_npy
@@ -264,7 +265,7 @@ def test_solver_witness_replays_independently(depth):
     assert sol.success, sol.message
     steps = sol.steps  # the layers, in finite depth
     doc = witness.make(blocks, X, Y, depth, steps, 1e-10)
-    assert witness.replay(witness.parse(json.dumps(doc)))["passed"]
+    assert replay.replay(witness.parse(json.dumps(doc)))["passed"]
     mats = [(b.Q, b.K, b.V) for b in blocks]
     theirs = independent.flow(mats, steps, X) if depth == "continuous" else independent.network(mats, steps, X)
     assert np.abs(theirs - Y).max() <= 1e-9  # DOP853 at rtol 1e-13 adds its own error
@@ -288,13 +289,13 @@ def test_a_tolerance_below_float64_is_reached_in_high_precision(depth):
     """Tolerance 1e-20: the finite search used to aim at 1e-21 in float64 and never hand a fit
     over, and continuous segments were held to 1e-22 in float64 and lost; both now stop at
     float64's reach and refine in high precision, and the witness replays there
-    (:func:`verify.io.witness.replay` at its digits) within 1e-20."""
+    (:func:`verify.io.replay.replay` at its digits) within 1e-20."""
     X, Y, blocks = instance(4, 0, seed=5)
     sol = solve(blocks, X, Y, Settings(depth=depth, tolerance=1e-20, time_budget=30))
     assert sol.success and sol.dps is not None and sol.error <= 1e-20, sol.message
     doc = witness.make(blocks, X, Y, depth, sol.steps, 1e-20, precision=witness.precision_label(sol.dps))
-    replay = witness.replay(witness.from_dict(doc), sol.dps)
-    assert replay["passed"] and replay["error"] <= 1e-20
+    verdict = replay.replay(witness.from_dict(doc), sol.dps)
+    assert verdict["passed"] and verdict["error"] <= 1e-20
 
 
 def test_refinement_in_precision_reaches_below_float64():
@@ -446,7 +447,7 @@ def test_network_beyond_30_digits_gets_the_digits_it_needs():
     # `verify check`'s replay carries the amplified rounding in its estimate: within tolerance at
     # the witness's digits, above the tolerance at 30 digits (the per-layer estimate said 1.5e-27)
     w = witness.from_dict(witness.make(blocks, X, Y, "finite", sol.steps, Settings().tolerance))
-    ours, at30 = witness.replay(w, sol.dps), witness.replay(w, HIGH_DPS)
+    ours, at30 = replay.replay(w, sol.dps), replay.replay(w, HIGH_DPS)
     assert ours["passed"] and not at30["passed"] and at30["integration_error_estimate"] > Settings().tolerance
 
 

@@ -16,6 +16,7 @@ from verify.io.errors import InputError
 from verify.model.backend import precision
 from verify.model.blocks import gaussian_blocks
 from verify.model.flow import flow
+from verify.verdicts import replay
 
 from . import independent
 from .strategies import problems
@@ -36,17 +37,17 @@ def independent_doc(depth, causal, seed=0, N=2, n=3, d=2, tolerance=1e-8):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_independent_witnesses_are_accepted_and_moved_targets_rejected(depth, causal, seed):
     doc = independent_doc(depth, causal, seed)
-    verdict = witness.replay(witness.parse(json.dumps(doc)))
+    verdict = replay.replay(witness.parse(json.dumps(doc)))
     assert verdict["passed"], verdict
     moved = copy.deepcopy(doc)
     moved["targets"][0][0][0] += 1e-4
-    assert not witness.replay(witness.parse(json.dumps(moved)))["passed"]
+    assert not replay.replay(witness.parse(json.dumps(moved)))["passed"]
 
 
 @pytest.mark.parametrize("depth", ["continuous", "finite"])
 def test_high_precision_replay_of_independent_witness(depth):
     doc = independent_doc(depth, causal=False, seed=4)
-    verdict = witness.replay(witness.parse(json.dumps(doc)), dps=25)
+    verdict = replay.replay(witness.parse(json.dumps(doc)), dps=25)
     assert verdict["passed"] and verdict["precision"] == "25 digits"
 
 
@@ -61,7 +62,7 @@ def test_round_trip(p, depth):
     arrays = w.array_at("inputs"), w.array_at("targets")
     again = witness.make(w.blocks_at(), *arrays, w.depth, w.steps_at(), w.tolerance, **w.extra)
     assert again == doc
-    assert witness.replay(w)["passed"]
+    assert replay.replay(w)["passed"]
 
 
 def test_decimal_strings_carry_more_than_float64():
@@ -73,8 +74,8 @@ def test_decimal_strings_carry_more_than_float64():
         doc = witness.make(blocks, X, Y, "continuous", control, 1e-30)
     assert isinstance(doc["targets"][0][0][0], str) and len(doc["targets"][0][0][0]) > 30
     w = witness.parse(witness.dumps(doc))
-    assert witness.replay(w, dps=40)["passed"]
-    assert not witness.replay(w)["passed"]  # float64 cannot reach 1e-30
+    assert replay.replay(w, dps=40)["passed"]
+    assert not replay.replay(w)["passed"]  # float64 cannot reach 1e-30
 
 
 def test_save_refuses_to_overwrite(tmp_path):
@@ -154,12 +155,12 @@ def test_certified_replay_of_independent_witnesses(depth, causal):
     """check --certify (Arb balls): the independent implementation's witnesses are CERTIFIED,
     and a target moved by 1e-4 (far outside the enclosure) is a FAIL, never certified."""
     doc = independent_doc(depth, causal, seed=2)
-    cert = witness.certify(witness.parse(json.dumps(doc)))
+    cert = replay.certify(witness.parse(json.dumps(doc)))
     assert cert["verdict"] == "CERTIFIED" and cert["error_upper"] <= doc["tolerance"], cert
     assert cert["width"] < 1e-3 * doc["tolerance"]  # each step's remainder is its share of 1e-6 tol, then wraps
     moved = copy.deepcopy(doc)
     moved["targets"][1][2][0] += 1e-4
-    assert witness.certify(witness.parse(json.dumps(moved)))["verdict"] == "FAIL"
+    assert replay.certify(witness.parse(json.dumps(moved)))["verdict"] == "FAIL"
 
 
 def test_the_false_pass_witness_is_never_certified():
@@ -167,19 +168,19 @@ def test_the_false_pass_witness_is_never_certified():
 
     w = witness.load(Path(__file__).parent / "data" / "false_pass_witness.json")
     import time
-    assert witness.certify(w, deadline=time.perf_counter() + 20)["verdict"] in ("FAIL", "UNDECIDED")
+    assert replay.certify(w, deadline=time.perf_counter() + 20)["verdict"] in ("FAIL", "UNDECIDED")
 
 
 @settings(max_examples=6, deadline=None)
 @given(seed=st.integers(0, 2**16), depth=st.sampled_from(["continuous", "finite"]), causal=st.booleans())
 def test_the_enclosure_contains_the_exact_image(seed, depth, causal):
-    """Every ball of verify.rigorous.enclosure contains the 50-digit image (a first version let the
+    """Every ball of verify.verdicts.enclosure contains the 50-digit image (a first version let the
     durations' float64 remainders drift by 1e-17 while the balls were 1e-23 wide; the
     certificate tests, with tolerances of 1e-8, could not see it)."""
     import flint
 
     from verify.model.network import apply
-    from verify.rigorous import enclosure
+    from verify.verdicts import enclosure
 
     rng = np.random.default_rng(seed)
     blocks = tuple(dataclasses.replace(b, causal=causal) for b in gaussian_blocks(seed, 2))
@@ -202,7 +203,7 @@ def test_the_flow_enclosure_contains_the_image_on_harder_draws(seed, causal, sca
     every ball still contains the 50-digit image, and the width stays below the tolerance."""
     import flint
 
-    from verify.rigorous import enclosure
+    from verify.verdicts import enclosure
 
     rng = np.random.default_rng(seed)
     blocks = tuple(dataclasses.replace(b, causal=causal) for b in gaussian_blocks(seed, 2))

@@ -8,7 +8,7 @@ What is checked:
 
 1. Network witness: the solver constructs a network for targets that are the image of the
    inputs under a hidden random network, replayed in float64 and at 40 digits.
-2. Krawczyk certificate (:mod:`verify.rigorous.krawczyk`): all but N n d step sizes fixed at their
+2. Krawczyk certificate (:mod:`verify.verdicts.krawczyk`): all but N n d step sizes fixed at their
    binary64 values, the map from the free steps to the end point and its Jacobian enclosed in
    Arb over a box around the refined steps (50 to 400 digits: ball arithmetic through many
    layers widens radii by the dependency effect); K(B) inside B proves that the box holds
@@ -34,7 +34,7 @@ from verify.model.discretisation import euler_bound, fitted_order, norm
 from verify.model.flow import flow
 from verify.model.network import apply, control_to_network, rounding_estimate
 from verify.reporting.results import Check, check
-from verify.rigorous.krawczyk import certify_network
+from verify.verdicts.krawczyk import certify_network
 
 from .instances import collection, hidden_control_targets, rng
 from .witnesses import BELOW_ONE, control_checks, solver_settings

@@ -6,7 +6,7 @@
   Arb certificate of full rank (:func:`verify.lie.certify.full_rank`).
 * :func:`control_checks` -- a control (continuous) or network (finite) found by the solver, its
   float64 replay against the tolerance, and its replay at 40 digits from the witness file,
-  certified when its image enclosed in Arb balls (:func:`verify.io.witness.certify`, at most
+  certified when its image enclosed in Arb balls (:func:`verify.io.replay.certify`, at most
   CERTIFY_SECONDS) lies within the tolerance, failed when the enclosure lies outside it.
 * :func:`existence_check` -- for a certified control (standard and paper profiles), the
   Krawczyk proof that exact durations near it map the inputs exactly onto the targets (the
@@ -32,9 +32,10 @@ from verify.model.blocks import Block
 from verify.model.flow import flow
 from verify.model.network import apply
 from verify.reporting.results import Check, check
-from verify.rigorous.krawczyk import certify_control
 from verify.search.settings import Settings
 from verify.search.solver import solve
+from verify.verdicts import replay
+from verify.verdicts.krawczyk import certify_control
 
 BELOW_ONE = float(np.nextafter(1.0, 0.0))  # strict "< 1" as a "<=" bound
 HP_DIGITS = 40
@@ -114,8 +115,8 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
         doc = witness.make(blocks, X, Y, depth, sol.steps, settings.tolerance,
                            precision=witness.precision_label(sol.dps))
         w = witness.parse(witness.dumps(doc))
-        verdict = witness.replay(w, HP_DIGITS)
-        cert = witness.certify(w, deadline=time.perf_counter() + CERTIFY_SECONDS)
+        verdict = replay.replay(w, HP_DIGITS)
+        cert = replay.certify(w, deadline=time.perf_counter() + CERTIFY_SECONDS)
         value, origin = (verdict["error"] + verdict["integration_error_estimate"],
                          "tolerance written into the witness; error + integration error estimate")
         if cert["verdict"] == "CERTIFIED":  # the Arb upper bound is the value, and the row is certified
@@ -137,7 +138,7 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
 
 def existence_check(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, steps, tolerance: float) -> Check:
     """The instance of the theorem proved: exact durations near the control's N n d free ones
-    map X exactly onto Y (:func:`verify.rigorous.krawczyk.certify_control`)."""
+    map X exactly onto Y (:func:`verify.verdicts.krawczyk.certify_control`)."""
     ex = certify_control(blocks, steps, X, Y, tolerance=tolerance, deadline=time.perf_counter() + EXISTENCE_SECONDS)
     return check(f"exact control exists: Krawczyk on {X.size} durations [{label}]", ex.get("K_reach_over_radius", np.inf),
                  BELOW_ONE, "Krawczyk: sup |K(B) - c| < r proves exact durations in B (validated flow in Arb)",

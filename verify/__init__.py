@@ -1,6 +1,6 @@
 """The engine of the verification suite, in packages by job: ``model`` (blocks, fields, flows,
-networks, backends), ``lie`` (brackets, invariants, rank), ``rigorous`` (enclosures and
-existence proofs), ``search`` (the solver), ``io`` (witnesses, data files, validation) and
+networks, backends), ``lie`` (brackets, invariants, rank), ``verdicts`` (replays, enclosures
+and existence proofs), ``search`` (the solver), ``io`` (witnesses, data files, validation) and
 ``reporting``; the conventions every module follows are in docs/conventions.md.
 
 The engine knows nothing of theorems; ``theorems/`` composes it, and the command line

@@ -29,6 +29,7 @@ from verify.model.blocks import gaussian_blocks
 from verify.reporting import appendix, report, selfcheck, summary
 from verify.search import solver
 from verify.search.settings import Settings
+from verify.verdicts import replay
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 CERTIFY_SECONDS = 600.0  # check --certify gives up (UNDECIDED) after ten minutes
@@ -179,7 +180,7 @@ def _check(args: argparse.Namespace) -> int:
     if args.certify:
         return _certify(w, args)
     digits = args.dps or w.digits
-    verdict = witness.replay(w, digits)
+    verdict = replay.replay(w, digits)
     if verdict["verdict"] == "UNDECIDED" and math.isfinite(verdict["error"]):  # straddles: more digits decide
         more = min(validate.MAX_DIGITS, max(30, 2 * (digits or 15)))
         verdict["next"] = (f"replay with --dps {more}, or --certify" if (digits or 0) < validate.MAX_DIGITS
@@ -205,7 +206,7 @@ def _head(verdict: dict[str, Any]) -> str:
 
 def _certify(w: witness.Witness, args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    verdict = witness.certify(w, args.dps, deadline=t0 + CERTIFY_SECONDS, existence=True)
+    verdict = replay.certify(w, args.dps, deadline=t0 + CERTIFY_SECONDS, existence=True)
     if args.json:
         print(report.dumps(verdict), end="")
     else:
@@ -410,10 +411,10 @@ def _interpolate(args: argparse.Namespace) -> int:
                         "seeds": sol.seeds, "starts_or_moves": sol.moves, "jacobians": sol.jacobians,
                         "depth_before_pruning": sol.pruned_from, "wall_time_s": round(sol.wall_time, 3)},
         )
-        checked = witness.replay(witness.from_dict(doc), sol.dps)
+        checked = replay.replay(witness.from_dict(doc), sol.dps)
         out["replay"] = checked
         if args.dps:
-            out["replay_high_precision"] = witness.replay(witness.from_dict(doc), args.dps)
+            out["replay_high_precision"] = replay.replay(witness.from_dict(doc), args.dps)
         ok = checked["passed"] and out.get("replay_high_precision", {"passed": True})["passed"]
         if ok and args.out:
             witness.save(doc, args.out)

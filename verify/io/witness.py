@@ -1,4 +1,5 @@
-"""Witness files: the self-contained JSON record of an interpolation, and its replay.
+"""Witness files: the self-contained JSON record of an interpolation (its replay and verdicts
+are in :mod:`verify.verdicts.replay`).
 
 Schema ``attention-interpolation-witness/1`` (field names are an interface; see README)::
 
@@ -20,15 +21,12 @@ Schema ``attention-interpolation-witness/1`` (field names are an interface; see 
 Numbers are JSON numbers or decimal strings (for more than 17 significant digits); strings
 are parsed at the working precision of a high-precision replay, so nothing is lost.
 
-A replay passes when  max |image - target| + integration error estimate <= tolerance.
-
 >>> import numpy as np
 >>> from verify.model.blocks import gaussian_blocks
 >>> blocks = gaussian_blocks(0, 2)
 >>> X = np.random.default_rng(0).normal(size=(2, 3, 2))
->>> w = make(blocks, X, X, "finite", [(0, 0.0)], 1e-12)
->>> replay(parse(dumps(w)))["passed"]
-True
+>>> parse(dumps(make(blocks, X, X, "finite", [(0, 0.0)], 1e-12))).depth
+'finite'
 """
 
 from __future__ import annotations
@@ -36,7 +34,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
@@ -46,13 +43,10 @@ import mpmath
 import numpy as np
 
 from verify.io import validate
-from verify.io.errors import InputError, IntegrationError
+from verify.io.errors import InputError
 from verify.io.files import DEFAULT_LIMITS, Limits, check_creatable, create_exclusive, decimal, load_json, parse_json
-from verify.model.backend import UNIT, namespace, precision
+from verify.model.backend import namespace
 from verify.model.blocks import Block
-from verify.model.flow import flow
-from verify.model.network import apply, propagated_rounding, rounding_estimate
-from verify.rigorous import enclosure, krawczyk
 
 SCHEMA = "attention-interpolation-witness/1"
 DEPTHS = {"continuous": ("steps", "duration"), "finite": ("layers", "step")}
@@ -310,131 +304,3 @@ def save(doc: dict[str, Any], path: str | Path, *, overwrite: bool = False) -> P
     else:
         create_exclusive(check_creatable(p), dumps(doc))
     return p
-
-
-# ---------------------------------------------------------------- replay
-
-
-def _network_rounding(w: Witness, end: Any, unit: float) -> float:
-    """The rounding a replay of the network at ``unit`` carries to its end (estimated with
-    float64 sensitivities; the plain per-layer estimate where those overflow)."""
-    plain = rounding_estimate(len(w.steps), end, unit)
-    propagated = propagated_rounding(w.blocks_at(), w.steps_at(), w.array_at("inputs"), unit)  # inf on overflow
-    return max(plain, propagated) if math.isfinite(propagated) else plain
-
-
-@dataclass(frozen=True)
-class Image:
-    """A replay's image of the inputs (an array in the replay's arithmetic), the estimate of
-    its error (flows: the integrator's; networks: the rounding the layers propagate), and the
-    work it took (``{"taylor_steps": ...}`` for flows)."""
-
-    end: Any
-    estimate: float
-    work: dict[str, Any]
-
-
-def image(w: Witness, dps: int | None = None) -> Image:
-    """The image of the witness's inputs under its control or network, in float64
-    (``dps=None``) or at ``dps`` digits.  Raises :class:`IntegrationError` where the arithmetic
-    cannot follow it (overflow, more Taylor steps than the cap)."""
-    # overflows are refused with a reason (flow's own check, the network's below), not warned of
-    with precision(dps) if dps is not None else nullcontext(), np.errstate(all="ignore"):
-        blocks = w.blocks_at(dps)
-        X = w.array_at("inputs", dps)
-        steps = w.steps_at(dps)
-        unit = UNIT if dps is None else 10.0**-dps
-        if w.depth == "continuous":
-            res = flow(blocks, steps, X, dps=dps, propagate=True)
-            return Image(end=res.end, estimate=float(res.error_estimate), work={"taylor_steps": res.taylor_steps})
-        end = apply(blocks, steps, X, dps=dps).end
-        scale = float(np.max(np.abs(np.asarray(end, dtype=float))))
-        if not scale <= validate.MAX_MAGNITUDE:
-            raise IntegrationError(f"the network's image overflowed (max |x| = {scale:.3g} in {precision_label(dps)}); "
-                                   "its steps are too large for the data")
-        return Image(end=end, estimate=float(_network_rounding(w, end, unit)), work={})
-
-
-def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
-    """Replay a witness in float64 (``dps=None``) or at ``dps`` digits; return the verdict.
-
-    ``error`` is max |image - target|; ``integration_error_estimate`` is the integrator's
-    estimate (continuous depth) or, in finite depth, the rounding the layers propagate at this
-    precision (:func:`verify.model.network.propagated_rounding`: long networks can amplify it by
-    1e20 and more), at least 4 (L + 1) unit roundoff max |x|.
-
-    ``verdict`` is PASS when error + estimate <= tolerance, FAIL when error - estimate >
-    tolerance, and UNDECIDED otherwise (the estimate straddles the tolerance) or when the
-    arithmetic cannot follow the witness (``reason`` says why); ``passed`` is verdict == PASS.
-    More digits (``dps``) or ``verify check --certify`` decide an undecided witness.
-    """
-    N, n, d = w.inputs.shape
-    out = {"tolerance": w.tolerance, "depth": w.depth, "length": len(w.steps), "shape": {"N": N, "n": n, "d": d},
-           "causal": w.causal, "precision": precision_label(dps)}
-    try:
-        img = image(w, dps)
-    except IntegrationError as exc:
-        return {"passed": False, "verdict": "UNDECIDED", "reason": str(exc), "error": math.nan,
-                "integration_error_estimate": math.inf} | out
-    with precision(dps) if dps is not None else nullcontext():
-        error = float(np.max(np.abs(img.end - w.array_at("targets", dps))))
-    if math.isinf(img.estimate):
-        verdict, reason = "UNDECIDED", ("the flow amplifies the rounding of this arithmetic past what a linearised "
-                                        "error estimate can follow (more than half the digits lost)")
-    elif error + img.estimate <= w.tolerance:
-        verdict, reason = "PASS", None
-    elif error - img.estimate > w.tolerance:
-        verdict, reason = "FAIL", None
-    else:
-        verdict, reason = "UNDECIDED", (f"the image is within {error:.2e} of the targets but its error estimate "
-                                        f"{img.estimate:.1e} straddles the tolerance {w.tolerance:.2e}")
-    return {"passed": verdict == "PASS", "verdict": verdict, "error": error,
-            "integration_error_estimate": img.estimate} | ({"reason": reason} if reason else {}) | out | img.work
-
-
-CERTIFY_DIGITS = (30, 60, 120, 200)  # Arb precisions tried in turn: plain balls widen with the rounding they wrap
-
-
-def certify(w: Witness, digits: int | None = None, deadline: float = math.inf, existence: bool = False) -> dict[str, Any]:
-    """Replay in Arb ball arithmetic (:mod:`verify.rigorous.enclosure`): CERTIFIED when every ball of
-    image - target lies within the tolerance, FAIL when one lies wholly outside, UNDECIDED
-    otherwise or when no enclosure could be made (``reason``).  The digits escalate through
-    CERTIFY_DIGITS (from ``digits`` when given) while the enclosure is undecided and narrowing:
-    the balls of a network from exact inputs are wide only by the rounding they wrap, those of
-    a flow mostly by its Taylor remainders, whose share of the tolerance (SHARE at the first
-    digits) tightens with the digits.
-
-    With ``existence``, a continuous witness that is not refuted also gets ``existence``: the
-    Krawczyk test of :func:`verify.rigorous.krawczyk.certify_control` (exact durations near the free
-    ones map the inputs exactly onto the targets), within the same deadline."""
-    N, n, d = w.inputs.shape
-    out = {"tolerance": w.tolerance, "depth": w.depth, "length": len(w.steps), "shape": {"N": N, "n": n, "d": d},
-           "causal": w.causal}
-    if not all(isinstance(v, float) for m in w.matrices for a in m.values() for v in a.ravel()):
-        return out | {"verdict": "UNDECIDED", "certified": False, "precision": "Arb balls",
-                      "reason": "block entries given as decimal strings are not enclosed yet; write them as JSON numbers"}
-    blocks = w.blocks_at()  # binary64 entries, exactly
-    inputs = np.array(w.inputs, dtype=object)  # floats exactly, decimal strings enclosed by Arb
-    levels = [D for D in CERTIFY_DIGITS if digits is None or D >= digits] or [digits]
-    result, width, enc = None, math.inf, None
-    for D in levels:
-        try:
-            if w.depth == "continuous":
-                enc = enclosure.enclose_flow(blocks, list(w.steps), inputs, D, deadline=deadline, tolerance=w.tolerance,
-                                             share=enclosure.SHARE ** (D / CERTIFY_DIGITS[0]))
-            else:
-                enc = enclosure.enclose_network(blocks, list(w.steps), inputs, D)
-        except IntegrationError as exc:
-            result = out | {"verdict": "UNDECIDED", "certified": False, "precision": f"Arb balls at {D} digits",
-                            "reason": str(exc)}
-            if "deadline" in str(exc):
-                break
-            continue
-        result = out | {"precision": f"Arb balls at {D} digits"} | enclosure.verdict(enc, w.targets, w.tolerance, D)
-        if result["verdict"] != "UNDECIDED" or not enc.width < width / 10:
-            break
-        width = enc.width
-    if existence and w.depth == "continuous" and enc is not None and result["verdict"] != "FAIL":
-        result["existence"] = krawczyk.certify_control(blocks, list(w.steps), inputs, w.targets, tolerance=w.tolerance,
-                                                       digits=D, deadline=deadline)
-    return result

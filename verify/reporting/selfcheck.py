@@ -16,13 +16,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from verify.io.witness import dumps, make, parse, replay
+from verify.io.witness import dumps, make, parse
 from verify.model.attention import jacobian, jvp
 from verify.model.backend import UNIT, namespace, precision
 from verify.model.blocks import Block, gaussian_blocks
 from verify.model.flow import flow
 from verify.model.network import apply, control_to_network
 from verify.reporting.results import Check, check
+from verify.verdicts.replay import replay
 
 SAFETY = 10.0  # factor applied to integration error *estimates* when they serve as bounds
 HP_DIGITS = 40

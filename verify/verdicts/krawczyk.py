@@ -45,11 +45,11 @@ from verify.model.backend import namespace, precision
 from verify.model.blocks import Block
 from verify.model.flow import flow
 from verify.model.network import _apply, apply
-from verify.rigorous import enclosure
+from verify.verdicts import enclosure
 
 DIGITS = (50, 100, 200, 400)  # tried in turn: see certify_network
 RADIUS_FACTOR = 4  # a control's box: 4 |R G(c)|, so K(B) fits when I - R G'(B) contracts by 3/4; G' widens with r
-CENTRE_SHARE = 1e-6  # of the tolerance, for the remainders of the centre's enclosure (verify.rigorous.enclosure.SHARE)
+CENTRE_SHARE = 1e-6  # of the tolerance, for the remainders of the centre's enclosure (verify.verdicts.enclosure.SHARE)
 SINGULAR = "the Jacobian of the free steps is singular in float64; choose other free layers or a deeper network"
 
 
@@ -196,7 +196,7 @@ def certify_control(
     The continuous analogue of :func:`certify_network`: all durations but m = N n d free ones
     (:func:`free_steps`) stay as written, G(s) = flow(X; s, fixed durations) - Y, the centre c
     is the free durations as written, and B = c + [-r, r]^m.  G(c) is enclosed by the validated
-    flow (:func:`verify.rigorous.enclosure.enclose_flow`, remainders taking CENTRE_SHARE of the
+    flow (:func:`verify.verdicts.enclosure.enclose_flow`, remainders taking CENTRE_SHARE of the
     tolerance: the box grows with G(c)'s balls), and G'(B) by the same flow with the free
     durations as balls of radius r, carrying the variational equation; R is the float64
     inverse of the float64 Jacobian.  If K(B) = c - R G(c) + (I - R G'(B)) (B - c) lies in the
