@@ -12,9 +12,10 @@ import pytest
 from theorems.reach import instance
 from verify.model.blocks import gaussian_blocks
 from verify.model.flow import flow
-from verify.search.pruning import shrink
+from verify.search.pruning import prune_found, shrink
 from verify.search.settings import Settings
-from verify.search.solver import Solution, prune_found, solve
+from verify.search.solution import Solution
+from verify.search.solver import solve
 
 from . import independent
 from .test_cli import run, save_npy
@@ -54,7 +55,8 @@ def test_a_removal_that_leaves_too_few_durations_is_refused():
     X = np.random.default_rng(1).normal(size=(1, 2, 2))
     control = [(0, 0.4), (1, -0.3), (0, 0.2), (1, 0.5)]
     Y = flow(blocks, control, X).end
-    found = Solution(True, "found", control, 0.0, len(control), 2.0, 1, 1, 0.0)
+    found = Solution(success=True, message="found", steps=control, error=0.0, depth=len(control), total_duration=2.0,
+                     moves=1, jacobians=1, wall_time=0.0)
     sol = prune_found(blocks, X, Y, found, Settings(prune=60))
     assert sol.steps == control and sol.pruned_from is None
     assert "no step could be pruned" in sol.message  # (PATIENCE tried, unless a slow machine hits the 60 s first)

@@ -36,7 +36,8 @@ from verify.search.settings import DEPTH_DEFAULTS, Settings, resolve
 from verify.search.shape_speed import minimal_duration, minimal_step_total
 from verify.search.shooting import Shooting
 from verify.search.solver import solve, start
-from verify.search.steering import inverse, merge, realize
+from verify.search.steering import realize
+from verify.search.steps import inverse, merge
 from verify.verdicts import replay
 
 from . import independent

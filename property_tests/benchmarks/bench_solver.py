@@ -33,7 +33,8 @@ from property_tests import independent
 from theorems.reach import instance
 from verify.search.settings import Settings
 from verify.search.shape_speed import minimal_duration, minimal_step_total, slowest
-from verify.search.solver import Solution, solve
+from verify.search.solution import Solution
+from verify.search.solver import solve
 
 SIZES = [int(s) for s in os.environ.get("REACH_SIZES", "8,18,32,64,128").split(",")]
 INSTANCES = int(os.environ.get("REACH_INSTANCES", "10"))

@@ -62,7 +62,7 @@ from verify.model.flow import flow, flow_batch
 from verify.model.network import apply, propagated_rounding
 from verify.search.newton import chord, chord_in_precision, levenberg_marquardt
 from verify.search.shooting import Shooting, population_lm
-from verify.search.steering import Steps, merge
+from verify.search.steps import Steps, merge
 
 # Jacobians per refit of the RK4 surrogate on halved steps (measured: docs/solver-reach.md).
 REFINE_JACOBIANS = 150

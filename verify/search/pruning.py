@@ -48,11 +48,19 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from verify.search.steering import merge
+from verify.io.errors import IntegrationError
+from verify.model.backend import UNIT
+from verify.model.network import propagated_rounding
+from verify.search.finish import exact_jacobian, float_replay_check, image_residual
+from verify.search.newton import chord_in_precision, levenberg_marquardt
+from verify.search.settings import Settings
+from verify.search.solution import Solution
+from verify.search.steps import merge
 
 Steps = list[tuple[int, Any]]
 PATIENCE = 3  # failed removals in a row before pruning stops (chosen, not tuned)
@@ -121,3 +129,94 @@ def prune(steps: Steps, drop: Callable[[Steps, int], Steps | None], *, patience:
             progress(f"pruned step {k} (block {steps[k][0]}, {float(steps[k][1]):.2g}): {len(steps)} -> {len(fixed)} steps")
         steps, tried, failures = fixed, set(), 0
     return steps, attempts
+
+
+def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) -> Solution:
+    """``sol`` with its control or network pruned for ``settings.prune`` seconds
+    (:mod:`verify.search.pruning`: greedy, each step driven to zero by continuation).  Each stage's
+    correction, towards tolerance / 10 at the last stage, is Levenberg-Marquardt on the exact
+    Jacobian (Gauss-Newton steps first; the columns left can be nearly dependent) or, for a
+    solution at high precision, chord steps on its residuals at its own digits
+    (:func:`chord_in_precision`, with the float64 Jacobian; a network's computed at those
+    digits, as the float64 one of so unstable a network is not even a chord's).  A shorter
+    control or network is kept only if it passes the test the
+    solver applied to ``sol``: finite depth, its error plus twice its propagated rounding
+    within tolerance; continuous depth in float64, its ``verify.search.finish.FLOW_DPS``-digit
+    residual plus twice its float64 drift (:func:`verify.search.finish.float_replay_check`); at high
+    precision, its error there.  Returns ``sol`` with what was removed, or with a message that
+    nothing could be.
+
+    >>> import numpy as np
+    >>> from verify.model.blocks import gaussian_blocks
+    >>> from verify.search.finish import replay_error
+    >>> from verify.search.solver import solve
+    >>> X, Y = np.random.default_rng(0).normal(size=(2, 1, 2, 2))
+    >>> blocks = gaussian_blocks(1, 2)
+    >>> sol = solve(blocks, X, Y, Settings(depth="finite", prune=5.0))
+    >>> sol.success, sol.depth < sol.pruned_from, replay_error(blocks, sol.steps, X, Y, "finite") <= 1e-10
+    (True, True, True)
+    """
+    t0, tol, dps, depth = time.perf_counter(), settings.tolerance, sol.dps, settings.depth
+    deadline = t0 + settings.prune
+    pattern: list[int] = []  # the pattern of the control being pruned
+    errors = [sol.error]  # the error of the last control kept
+
+    def residual(h):
+        return image_residual(blocks, pattern, h, X, Y, depth, dps, deadline)
+
+    def correct(h, k, aim):
+        """h with its entries other than k moved towards max |r| <= aim, and the max |r| reached."""
+        free = np.arange(len(h)) != k
+
+        def full(z):
+            out = h.copy()
+            out[free] = z
+            return out
+
+        def jacobian(z):
+            return exact_jacobian(blocks, pattern, full(z), X, depth, deadline, dps)[:, free]
+
+        if dps is None:
+            z, info = levenberg_marquardt(lambda z: (residual(full(z)), jacobian(z)), h[free], tol=aim, max_iter=12,
+                                          deadline=deadline, gauss_newton_first=True,
+                                          residual_only=lambda z: residual(full(z)))
+            err = info["residual"]
+        else:
+            z, err, _ = chord_in_precision(lambda z: residual(full(z)), jacobian, h[free], aim, dps, deadline, 8)
+        return full(z), err
+
+    def passes(steps) -> bool:
+        if dps is None and depth == "continuous":
+            exact, drift, err = float_replay_check(blocks, steps, X, Y, deadline)
+            bound = float(np.abs(exact).max()) + 2 * drift
+        else:
+            err = bound = float(np.abs(residual([t for _, t in steps])).max())
+            if depth == "finite":
+                unit = 10.0**-dps if dps else UNIT
+                bound += 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in steps], X, unit)
+        if bound <= tol:
+            errors[0] = err
+        return bound <= tol
+
+    def drop(steps, k):
+        pattern[:] = [b for b, _ in steps]
+        h = np.array([t for _, t in steps], dtype=object if dps else float)
+        try:
+            h = shrink(correct, h, k, 0.1 * tol, deadline=deadline)
+            if h is None:
+                return None
+            out = remove([(b, t if dps else float(t)) for b, t in zip(pattern, h, strict=True)], k, depth == "continuous")
+            pattern[:] = [b for b, _ in out]
+            return out if passes(out) else None
+        except IntegrationError:  # an overflowing correction, or the deadline
+            return None
+
+    steps, attempts = prune(sol.steps, drop, deadline=deadline, progress=progress)
+    seconds = time.perf_counter() - t0
+    if len(steps) == sol.depth:
+        return replace(sol, message=f"{sol.message}; no step could be pruned ({attempts} tried, {seconds:.1f} s)",
+                       wall_time=sol.wall_time + seconds)
+    total = float(sum(abs(float(t)) for _, t in steps))
+    return replace(sol, steps=steps, error=errors[0], depth=len(steps), total_duration=total,
+                   message=f"{sol.message}; pruned from {sol.depth} to {len(steps)} steps ({attempts} removals tried, "
+                           f"{seconds:.1f} s)", wall_time=sol.wall_time + seconds, pruned_from=sol.depth)

@@ -76,19 +76,14 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import asdict, replace
 
 import numpy as np
-import scipy.linalg
 
 from verify.io import validate
-from verify.io.errors import InputError, IntegrationError
-from verify.lie.brackets import bracket_matrix
-from verify.lie.hall import basis, counting_degree, degree
+from verify.io.errors import InputError
 from verify.lie.invariants import check_admissible, check_blocks_move, predicted_rank
-from verify.lie.rank import FLOAT64_DIGITS, degree_scales, weight_digits
-from verify.model.backend import UNIT
+from verify.lie.rank import FLOAT64_DIGITS, weight_digits
 from verify.model.blocks import Block
 from verify.model.network import propagated_rounding
 from verify.search.finish import (
@@ -100,67 +95,19 @@ from verify.search.finish import (
     finish_control,
     finish_network,
     float64_reach,
-    float_replay_check,
     high_digits,
     high_precision_end,
     image_residual,
     replay_error,
 )
-from verify.search.newton import chord_in_precision, levenberg_marquardt
+from verify.search.newton import chord_in_precision
 from verify.search.pair_expansion import expansion
-from verify.search.pruning import prune, remove, shrink
+from verify.search.pruning import prune_found
 from verify.search.settings import DEPTH_DEFAULTS, STATES, Settings, resolve, valid_phase
 from verify.search.shape_speed import minimal_duration, minimal_step_total, shape_speeds, slowest
 from verify.search.shooting import PopulationRecord, Shooting, population_lm
-from verify.search.steering import Steps, merge, steer
-
-
-@dataclass
-class Solution:
-    success: bool
-    message: str
-    steps: Steps  # (block, duration) in continuous depth, (block, step) layers in finite depth
-    error: float
-    depth: int
-    total_duration: float
-    moves: int
-    jacobians: int
-    wall_time: float
-    settings: dict[str, Any] = field(default_factory=dict)
-    seeds: list[Any] = field(default_factory=list)
-    dps: int | None = None  # None: the steps are float64 and replay in float64; else replay at dps digits
-    lost: dict[str, int] = field(default_factory=dict)  # fits lost in the finish, by stage (LOSSES); lm only
-    pruned_from: int | None = None  # the depth before pruning (Settings.prune), when pruning removed steps
-
-
-def select_words(blocks: Sequence[Block], Z: np.ndarray, rank: int, max_degree: int) -> tuple[list, np.ndarray]:
-    """r Hall words chosen degree by degree, and their (unscaled) bracket columns at Z."""
-    K = min(max(counting_degree(rank), 1), max_degree)
-    while True:
-        M, _ = bracket_matrix(blocks, Z, K)
-        words = list(basis(K))
-        degs = np.array([degree(w) for w in words])
-        S = M / degree_scales(blocks, Z, M, degs)
-        chosen: list[int] = []
-        Q = np.zeros((M.shape[0], 0))
-        for k in range(1, K + 1):
-            idx = np.flatnonzero(degs == k)
-            R = S[:, idx] - Q @ (Q.T @ S[:, idx])
-            if R.size == 0:
-                continue
-            _, r_diag, piv = scipy.linalg.qr(R, mode="economic", pivoting=True)
-            diag = np.abs(np.diag(r_diag)) if r_diag.ndim == 2 else np.abs(r_diag)
-            for j, p in enumerate(piv[: len(diag)]):
-                if len(chosen) == rank or diag[j] <= 1e-8:
-                    break
-                chosen.append(int(idx[p]))
-            if chosen:
-                Q, _ = np.linalg.qr(S[:, chosen])
-            if len(chosen) == rank:
-                return [words[i] for i in chosen], M[:, chosen]
-        if K >= max_degree:
-            return [words[i] for i in chosen], M[:, chosen]
-        K += 1
+from verify.search.solution import Solution
+from verify.search.steering import steer_solve
 
 
 def solve(
@@ -198,12 +145,12 @@ def _solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     check_blocks_move(blocks, X, Y)
     settings = resolve(settings)
     if np.array_equal(X, Y):  # the empty control (or network) is exact; a search would return a long one
-        return Solution(True, "the targets equal the inputs: no steps needed", [], 0.0, 0, 0.0, 0, 0, 0.0,
-                        asdict(settings))
+        return Solution.of([], success=True, message="the targets equal the inputs: no steps needed", error=0.0, moves=0,
+                           jacobians=0, wall_time=0.0, settings=asdict(settings))
     if settings.method == "steer":
         if settings.depth == "finite":
             raise InputError("method 'steer' builds continuous controls only; use method 'lm' for finite depth")
-        return _steer_solve(blocks, X, Y, settings, progress)
+        return steer_solve(blocks, X, Y, settings, progress)
     if settings.method != "lm":
         raise InputError(f"unknown method {settings.method!r}; choose 'lm' or 'steer'")
     if not settings.directions or not set(settings.directions) <= {"forward", "backward"}:
@@ -245,8 +192,9 @@ def _expanded_solve(blocks, X, Y, tight: list[int], settings: Settings, progress
     key = [settings.seed, 0, 2]  # the parking fit's generator (start keys have 2 entries or a third of 0 or 1)
 
     def failed(why: str, jacobians: int = 0) -> Solution:
-        return Solution(False, f"expanding the tight input pair(s) {tight}: {why}", [], math.inf, 0, 0.0, 0, jacobians,
-                        time.perf_counter() - t0, asdict(settings), [key])
+        return Solution.of([], success=False, message=f"expanding the tight input pair(s) {tight}: {why}", error=math.inf,
+                           moves=0, jacobians=jacobians, wall_time=time.perf_counter() - t0, settings=asdict(settings),
+                           seeds=[key])
 
     pre = expansion(blocks, X, Y, tight, np.random.default_rng(key), t0 + EXPANSION_SHARES[0] * budget)
     if pre is None:
@@ -292,8 +240,9 @@ def _expanded_solve(blocks, X, Y, tight: list[int], settings: Settings, progress
     b, step = pre[-1]
     msg = (f"reached the targets after expanding the tight input pair(s) {tight} by one layer of block {b} "
            f"(step {step:.3g}, after {len(pre) - 1} parking layers); from there, {sol.message}")
-    return Solution(True, msg, steps, err, len(steps), float(sum(abs(float(t)) for _, t in steps)), sol.moves,
-                    sol.jacobians, time.perf_counter() - t0, asdict(settings), [key, *sol.seeds], dps, sol.lost)
+    return Solution.of(steps, success=True, message=msg, error=err, moves=sol.moves, jacobians=sol.jacobians,
+                       wall_time=time.perf_counter() - t0, settings=asdict(settings), seeds=[key, *sol.seeds], dps=dps,
+                       lost=sol.lost)
 
 
 def start_key(seed: int, index: int, backward: bool = False, phase: int = 0) -> list[int]:
@@ -416,146 +365,6 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         if lost:
             msg += (f"; {lost.total()} fit(s) reached {search_tol:.0e} and were lost in the finish: "
                     + ", ".join(f"{c} {LOSSES[k]}" for k, c in lost.most_common()))
-    return Solution(ok, msg, steps, err, len(steps), float(sum(abs(float(t)) for _, t in steps)), rec.starts,
-                    rec.jacobians + extra_jacobians[0], time.perf_counter() - t0, asdict(settings),
-                    keys, dps, dict(lost))
-
-
-def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) -> Solution:
-    """``sol`` with its control or network pruned for ``settings.prune`` seconds
-    (:mod:`verify.search.pruning`: greedy, each step driven to zero by continuation).  Each stage's
-    correction, towards tolerance / 10 at the last stage, is Levenberg-Marquardt on the exact
-    Jacobian (Gauss-Newton steps first; the columns left can be nearly dependent) or, for a
-    solution at high precision, chord steps on its residuals at its own digits
-    (:func:`chord_in_precision`, with the float64 Jacobian; a network's computed at those
-    digits, as the float64 one of so unstable a network is not even a chord's).  A shorter
-    control or network is kept only if it passes the test the
-    solver applied to ``sol``: finite depth, its error plus twice its propagated rounding
-    within tolerance; continuous depth in float64, its ``verify.search.finish.FLOW_DPS``-digit
-    residual plus twice its float64 drift (:func:`verify.search.finish.float_replay_check`); at high
-    precision, its error there.  Returns ``sol`` with what was removed, or with a message that
-    nothing could be.
-
-    >>> import numpy as np
-    >>> from verify.model.blocks import gaussian_blocks
-    >>> X, Y = np.random.default_rng(0).normal(size=(2, 1, 2, 2))
-    >>> blocks = gaussian_blocks(1, 2)
-    >>> sol = solve(blocks, X, Y, Settings(depth="finite", prune=5.0))
-    >>> sol.success, sol.depth < sol.pruned_from, replay_error(blocks, sol.steps, X, Y, "finite") <= 1e-10
-    (True, True, True)
-    """
-    t0, tol, dps, depth = time.perf_counter(), settings.tolerance, sol.dps, settings.depth
-    deadline = t0 + settings.prune
-    pattern: list[int] = []  # the pattern of the control being pruned
-    errors = [sol.error]  # the error of the last control kept
-
-    def residual(h):
-        return image_residual(blocks, pattern, h, X, Y, depth, dps, deadline)
-
-    def correct(h, k, aim):
-        """h with its entries other than k moved towards max |r| <= aim, and the max |r| reached."""
-        free = np.arange(len(h)) != k
-
-        def full(z):
-            out = h.copy()
-            out[free] = z
-            return out
-
-        def jacobian(z):
-            return exact_jacobian(blocks, pattern, full(z), X, depth, deadline, dps)[:, free]
-
-        if dps is None:
-            z, info = levenberg_marquardt(lambda z: (residual(full(z)), jacobian(z)), h[free], tol=aim, max_iter=12,
-                                          deadline=deadline, gauss_newton_first=True,
-                                          residual_only=lambda z: residual(full(z)))
-            err = info["residual"]
-        else:
-            z, err, _ = chord_in_precision(lambda z: residual(full(z)), jacobian, h[free], aim, dps, deadline, 8)
-        return full(z), err
-
-    def passes(steps) -> bool:
-        if dps is None and depth == "continuous":
-            exact, drift, err = float_replay_check(blocks, steps, X, Y, deadline)
-            bound = float(np.abs(exact).max()) + 2 * drift
-        else:
-            err = bound = float(np.abs(residual([t for _, t in steps])).max())
-            if depth == "finite":
-                unit = 10.0**-dps if dps else UNIT
-                bound += 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in steps], X, unit)
-        if bound <= tol:
-            errors[0] = err
-        return bound <= tol
-
-    def drop(steps, k):
-        pattern[:] = [b for b, _ in steps]
-        h = np.array([t for _, t in steps], dtype=object if dps else float)
-        try:
-            h = shrink(correct, h, k, 0.1 * tol, deadline=deadline)
-            if h is None:
-                return None
-            out = remove([(b, t if dps else float(t)) for b, t in zip(pattern, h, strict=True)], k, depth == "continuous")
-            pattern[:] = [b for b, _ in out]
-            return out if passes(out) else None
-        except IntegrationError:  # an overflowing correction, or the deadline
-            return None
-
-    steps, attempts = prune(sol.steps, drop, deadline=deadline, progress=progress)
-    seconds = time.perf_counter() - t0
-    if len(steps) == sol.depth:
-        return replace(sol, message=f"{sol.message}; no step could be pruned ({attempts} tried, {seconds:.1f} s)",
-                       wall_time=sol.wall_time + seconds)
-    total = float(sum(abs(float(t)) for _, t in steps))
-    return replace(sol, steps=steps, error=errors[0], depth=len(steps), total_duration=total,
-                   message=f"{sol.message}; pruned from {sol.depth} to {len(steps)} steps ({attempts} removals tried, "
-                           f"{seconds:.1f} s)", wall_time=sol.wall_time + seconds, pruned_from=sol.depth)
-
-
-def _steer_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
-    causal = bool(blocks[0].causal)
-    t0 = time.perf_counter()
-    rank = predicted_rank(X, causal)
-    rank = X.size if rank is None else rank
-    Z, control = np.array(X, dtype=float), []
-    moves, jacobians = 0, 0
-    last_report = t0
-
-    def finish(success: bool, msg: str) -> Solution:
-        steps = merge(control, 1e-15)
-        err = replay_error(blocks, steps, X, Y, "continuous")
-        ok = success and err <= settings.tolerance
-        return Solution(ok, msg if ok or not success else f"final replay error {err:.2e} above tolerance",
-                        steps, err, len(steps), float(sum(abs(t) for _, t in steps)), moves, jacobians,
-                        time.perf_counter() - t0, asdict(settings))
-
-    fraction = settings.first_fraction
-    while True:
-        gap = float(np.abs(Y - Z).max())
-        if gap <= settings.tolerance:
-            return finish(True, f"reached the targets in {moves} moves")
-        now = time.perf_counter()
-        if now - t0 > settings.time_budget:
-            return finish(False, f"not found within {settings.time_budget:.3g} s: max |image - target| = {gap:.2e}")
-        if moves >= settings.max_moves or len(control) > settings.max_depth:
-            return finish(False, f"not found within the depth/move budget: max |image - target| = {gap:.2e}")
-        if progress and now - last_report > 2.0:
-            progress(f"move {moves}: max |image - target| = {gap:.2e}, depth {len(control)}, step fraction {fraction:.3g}")
-            last_report = now
-        words, B = select_words(blocks, Z, rank, settings.max_degree)
-        final = fraction >= 1.0
-        delta = (Y - Z) * min(fraction, 1.0)
-        aim = settings.tolerance if final else 0.1 * float(np.abs(delta).max())
-        deadline = t0 + settings.time_budget
-        try:
-            steps, reached, record = steer(blocks, Z, delta, words, B, tol=aim, max_iter=20, deadline=deadline)
-        except IntegrationError:
-            steps, reached, record = [], Z, {"jacobians": 0, "residual": math.inf}
-        jacobians += record["jacobians"]
-        moves += 1
-        if steps and record["residual"] <= aim:
-            control += steps
-            Z = reached
-            fraction = min(1.0, fraction * 1.5)
-        else:
-            fraction *= 0.5
-            if fraction < settings.min_fraction:
-                return finish(False, f"steering stalled at max |image - target| = {gap:.2e}")
+    return Solution.of(steps, success=ok, message=msg, error=err, moves=rec.starts,
+                       jacobians=rec.jacobians + extra_jacobians[0], wall_time=time.perf_counter() - t0,
+                       settings=asdict(settings), seeds=keys, dps=dps, lost=dict(lost))

@@ -18,6 +18,10 @@ the leading-order model misses.  (A chord iteration with B_S in place of the exa
 was tried first: it converged only for moves of a few per cent of a unit displacement at
 m = 4, and then linearly.)
 
+The ``steer`` method of the solver (:func:`steer_solve`) repeats such moves along the path to
+the targets, each aiming a fraction of the way: the fraction grows after a success and halves
+after a failure (:func:`select_words` picks the Hall words).
+
 >>> steps = realize((0, 1), 0.04)      # [0,1] with coefficient 0.04: a 4-step commutator
 >>> [(b, round(t, 3)) for b, t in steps]
 [(0, 0.2), (1, 0.2), (0, -0.2), (1, -0.2)]
@@ -26,23 +30,26 @@ m = 4, and then linearly.)
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 
 from verify.io.errors import IntegrationError
-from verify.lie.hall import Word, degree
+from verify.lie.brackets import bracket_matrix
+from verify.lie.hall import Word, basis, counting_degree, degree
+from verify.lie.invariants import predicted_rank
+from verify.lie.rank import degree_scales
+from verify.model.blocks import Block
 from verify.model.flow import flow
+from verify.search.finish import replay_error
 from verify.search.newton import levenberg_marquardt
-
-Steps = list[tuple[int, float]]
-
-
-def inverse(steps: list) -> list:
-    """The steps of the inverse flow: reversed, durations (and any derivatives carried after
-    them) negated."""
-    return [(st[0], *(-x for x in st[1:])) for st in reversed(steps)]
+from verify.search.settings import Settings
+from verify.search.solution import Solution
+from verify.search.steps import Steps, inverse, merge
 
 
 def realize(word: Word, c: float) -> Steps:
@@ -64,21 +71,6 @@ def realize_with_derivative(word: Word, c: float) -> list[tuple[int, float, floa
     pu = [(s, t, dt * da) for s, t, dt in realize_with_derivative(u, a)]
     pv = [(s, t, dt * db) for s, t, dt in realize_with_derivative(v, b)]
     return pu + pv + inverse(pu) + inverse(pv)
-
-
-def merge(steps: Steps, drop_below: float = 0.0) -> Steps:
-    """Merge consecutive steps of the same block (their flows compose exactly) and drop
-    steps with |duration| <= drop_below."""
-    out: Steps = []
-    for b, t in steps:
-        if out and out[-1][0] == b:
-            out[-1] = (b, out[-1][1] + t)
-        else:
-            out.append((b, t))
-        if out and abs(out[-1][1]) <= drop_below:
-            out.pop()
-    # a drop can bring two steps of the same block together again
-    return out if all(out[i][0] != out[i + 1][0] for i in range(len(out) - 1)) else merge(out, drop_below)
 
 
 def product(words: Sequence[Word], coeffs: np.ndarray) -> Steps:
@@ -136,3 +128,85 @@ def steer(
     steps = product(words, c)
     image = target.reshape(Z.shape) + residual(c).reshape(Z.shape)
     return steps, image, info
+
+
+def select_words(blocks: Sequence[Block], Z: np.ndarray, rank: int, max_degree: int) -> tuple[list, np.ndarray]:
+    """r Hall words chosen degree by degree, and their (unscaled) bracket columns at Z."""
+    K = min(max(counting_degree(rank), 1), max_degree)
+    while True:
+        M, _ = bracket_matrix(blocks, Z, K)
+        words = list(basis(K))
+        degs = np.array([degree(w) for w in words])
+        S = M / degree_scales(blocks, Z, M, degs)
+        chosen: list[int] = []
+        Q = np.zeros((M.shape[0], 0))
+        for k in range(1, K + 1):
+            idx = np.flatnonzero(degs == k)
+            R = S[:, idx] - Q @ (Q.T @ S[:, idx])
+            if R.size == 0:
+                continue
+            _, r_diag, piv = scipy.linalg.qr(R, mode="economic", pivoting=True)
+            diag = np.abs(np.diag(r_diag)) if r_diag.ndim == 2 else np.abs(r_diag)
+            for j, p in enumerate(piv[: len(diag)]):
+                if len(chosen) == rank or diag[j] <= 1e-8:
+                    break
+                chosen.append(int(idx[p]))
+            if chosen:
+                Q, _ = np.linalg.qr(S[:, chosen])
+            if len(chosen) == rank:
+                return [words[i] for i in chosen], M[:, chosen]
+        if K >= max_degree:
+            return [words[i] for i in chosen], M[:, chosen]
+        K += 1
+
+
+def steer_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
+    causal = bool(blocks[0].causal)
+    t0 = time.perf_counter()
+    rank = predicted_rank(X, causal)
+    rank = X.size if rank is None else rank
+    Z, control = np.array(X, dtype=float), []
+    moves, jacobians = 0, 0
+    last_report = t0
+
+    def finish(success: bool, msg: str) -> Solution:
+        steps = merge(control, 1e-15)
+        err = replay_error(blocks, steps, X, Y, "continuous")
+        ok = success and err <= settings.tolerance
+        return Solution.of(steps, success=ok,
+                           message=msg if ok or not success else f"final replay error {err:.2e} above tolerance",
+                           error=err, moves=moves, jacobians=jacobians, wall_time=time.perf_counter() - t0,
+                           settings=asdict(settings))
+
+    fraction = settings.first_fraction
+    while True:
+        gap = float(np.abs(Y - Z).max())
+        if gap <= settings.tolerance:
+            return finish(True, f"reached the targets in {moves} moves")
+        now = time.perf_counter()
+        if now - t0 > settings.time_budget:
+            return finish(False, f"not found within {settings.time_budget:.3g} s: max |image - target| = {gap:.2e}")
+        if moves >= settings.max_moves or len(control) > settings.max_depth:
+            return finish(False, f"not found within the depth/move budget: max |image - target| = {gap:.2e}")
+        if progress and now - last_report > 2.0:
+            progress(f"move {moves}: max |image - target| = {gap:.2e}, depth {len(control)}, step fraction {fraction:.3g}")
+            last_report = now
+        words, B = select_words(blocks, Z, rank, settings.max_degree)
+        final = fraction >= 1.0
+        delta = (Y - Z) * min(fraction, 1.0)
+        aim = settings.tolerance if final else 0.1 * float(np.abs(delta).max())
+        deadline = t0 + settings.time_budget
+        try:
+            steps, reached, record = steer(blocks, Z, delta, words, B, tol=aim, max_iter=20, deadline=deadline)
+        except IntegrationError:
+            steps, reached, record = [], Z, {"jacobians": 0, "residual": math.inf}
+        jacobians += record["jacobians"]
+        moves += 1
+        if steps and record["residual"] <= aim:
+            control += steps
+            Z = reached
+            fraction = min(1.0, fraction * 1.5)
+        else:
+            fraction *= 0.5
+            if fraction < settings.min_fraction:
+                return finish(False, f"steering stalled at max |image - target| = {gap:.2e}")
