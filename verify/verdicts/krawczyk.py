@@ -152,12 +152,7 @@ def _certify(blocks, layers, X, Y, free, digits, radius, centre_shift) -> dict[s
             c[0] = exact(c[0] + centre_shift * r)
             RG = Ra * flint.arb_mat([[g] for g in network(c, False).end.ravel() - Ya])
         J_box = network([flint.arb(ck, r) for ck in c], True).d_steps[:, free]
-        RJ = Ra * flint.arb_mat([[J_box[i, j] for j in range(m)] for i in range(m)])
-        E = [[(1 if i == j else 0) - RJ[i, j] for j in range(m)] for i in range(m)]
-        unit = flint.arb(0, r)
-        K_minus_c = [-RG[i, 0] + sum((E[i][j] * unit for j in range(m)), flint.arb(0)) for i in range(m)]
-        reach = max(float(abs(k).upper()) for k in K_minus_c)
-        contraction = max(float(sum((abs(e) for e in row), flint.arb(0)).upper()) for row in E)
+        reach, contraction = _krawczyk(Ra, RG, flint.arb_mat([[J_box[i, j] for j in range(m)] for i in range(m)]), r)
         width = max(float(J_box[i, j].rad()) for i in range(m) for j in range(m))
         centre = [float(x) for x in c]
     ok = reach < r
@@ -171,6 +166,20 @@ def _certify(blocks, layers, X, Y, free, digits, radius, centre_shift) -> dict[s
         "jacobian_width": width,
         "reason": "" if ok else "K(B) is not inside the box: the box is wrong or too wide for the enclosures",
     }
+
+
+def _krawczyk(R: Any, RG: Any, J: Any, r: float) -> tuple[float, float]:
+    """Upper bounds of sup |K(B) - c| = |-R G(c) + (I - R J(B)) [-r, r]^m| (the largest
+    component) and of the row sums of |I - R J(B)|, from Arb matrices R, R G(c) (m x 1) and
+    J(B); K(B) lies inside B when the first is below r."""
+    import flint
+
+    m = J.nrows()
+    E = flint.arb_mat(m, m, [int(i == j) for i in range(m) for j in range(m)]) - R * J
+    unit = flint.arb(0, r)
+    reach = max(float(abs(-RG[i, 0] + sum((E[i, j] * unit for j in range(m)), flint.arb(0))).upper()) for i in range(m))
+    contraction = max(float(sum((abs(E[i, j]) for j in range(m)), flint.arb(0)).upper()) for i in range(m))
+    return reach, contraction
 
 
 def free_steps(blocks: Sequence[Block], steps: Sequence[tuple[int, Any]], X: np.ndarray) -> list[int]:
@@ -230,11 +239,7 @@ def certify_control(
             box = enclosure.enclose_flow(blocks, steps, X, digits, tolerance=tolerance, free=free, radius=r,
                                          deadline=deadline)
             DG = flint.arb_mat([[box.d_free[j].ravel()[i] for j in range(m)] for i in range(m)])
-            E = flint.arb_mat(m, m, [int(i == j) for i in range(m) for j in range(m)]) - Ra * DG
-            unit = flint.arb(0, r)
-            reach = max(float(abs(-RG[i, 0] + sum((E[i, j] * unit for j in range(m)), flint.arb(0))).upper())
-                        for i in range(m))
-            contraction = max(float(sum((abs(E[i, j]) for j in range(m)), flint.arb(0)).upper()) for i in range(m))
+            reach, contraction = _krawczyk(Ra, RG, DG, r)
     except IntegrationError as exc:
         return base | {"free_steps": free, "reason": str(exc)}
     ok = reach < r
