@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from .test_witness import independent_doc
@@ -108,16 +109,12 @@ def test_selfcheck_writes_report(tmp_path):
 
 
 def save_npy(tmp_path, name, X):
-    import numpy as np
-
     p = tmp_path / name
     np.save(p, X)
     return p
 
 
 def test_rank_json_dump_and_certify(tmp_path):
-    import numpy as np
-
     X = np.random.default_rng(3).normal(size=(2, 2, 2))
     x = save_npy(tmp_path, "x.npy", X)
     dump = tmp_path / "m.npz"
@@ -137,8 +134,6 @@ def test_rank_json_dump_and_certify(tmp_path):
 def test_rank_saturated_attention_is_undecided_not_a_verdict(tmp_path):
     """Tokens ~ 1e20: softmax weights of 10^-5e39, which no precision tried holds; the rank is
     reported as undecided (exit 1), neither a theorem failure nor a pass."""
-    import numpy as np
-
     X = 1e20 * np.random.default_rng(1).normal(size=(2, 2, 2))
     r = run("rank", "--inputs", str(save_npy(tmp_path, "x.npy", X)), "--seed", "0")
     assert r.returncode == 1 and r.stdout.startswith("UNDECIDED: ") and "FAIL" not in r.stdout
@@ -149,8 +144,6 @@ def test_rank_saturated_attention_is_undecided_not_a_verdict(tmp_path):
 
 def test_rank_dump_matches_independent_high_precision_columns(tmp_path):
     """Dumped degree <= 3 columns against SymPy at 30 digits (an independent computation)."""
-    import numpy as np
-
     from verify.model.blocks import gaussian_blocks
 
     from .symbolic import bracket_columns
@@ -172,8 +165,6 @@ def test_rank_dump_matches_independent_high_precision_columns(tmp_path):
 
 
 def test_rank_causal_reports_gl_d(tmp_path):
-    import numpy as np
-
     X = np.random.default_rng(3).normal(size=(3, 2, 2))
     r = run("rank", "--inputs", str(save_npy(tmp_path, "x.npy", X)), "--seed", "1", "--causal", "--certify", "--json")
     assert r.returncode == 0, r.stderr
@@ -198,8 +189,6 @@ def test_rank_causal_reports_gl_d(tmp_path):
     (["--inputs", "X.npy", "--blocks", "HEAD.json"], "blocks[0].Q: expected a square d x d matrix, got shape (3, 2)"),
 ])
 def test_rank_refuses_bad_input(tmp_path, args, message):
-    import numpy as np
-
     np.save(tmp_path / "X.npy", np.zeros((1, 2, 2)) + np.arange(2)[:, None])
     np.save(tmp_path / "BAD.npy", np.zeros((3, 2)))
     nan = np.ones((1, 2, 2))
@@ -225,8 +214,6 @@ def test_rank_refuses_bad_input(tmp_path, args, message):
                                       "--search-seed"]])
 @pytest.mark.parametrize("seed", ["-1", "2.5"])
 def test_seeds_must_be_whole_numbers_from_zero(tmp_path, command, seed):
-    import numpy as np
-
     np.save(tmp_path / "X.npy", np.random.default_rng(0).normal(size=(1, 2, 2)))
     r = run(*command, seed, cwd=tmp_path)
     assert r.returncode == 2 and "expected a whole number >= 0" in r.stderr and "Traceback" not in r.stderr
@@ -255,8 +242,6 @@ def test_a_network_that_overflows_is_refused_in_one_line(tmp_path, dps):
     (["rank"], "--dump", "m", "give a path ending in .npz"),  # np.savez would write m.npz, past the check
 ])
 def test_an_output_file_that_cannot_be_written_is_refused_before_any_work(tmp_path, command, option, path, message):
-    import numpy as np
-
     np.save(tmp_path / "X.npy", np.random.default_rng(0).normal(size=(1, 2, 2)))
     r = run(*command, "--inputs", "X.npy", "--seed", "0", option, path, cwd=tmp_path)
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
@@ -266,8 +251,6 @@ def test_an_output_file_that_cannot_be_written_is_refused_before_any_work(tmp_pa
 def test_one_file_holding_inputs_and_targets_gives_each_its_own(tmp_path):
     """An .npz with X and Y (or a JSON object with inputs only) is read by role: the targets are
     never the inputs' array."""
-    import numpy as np
-
     from verify.io.datafiles import load_collection
     from verify.io.errors import InputError
 
@@ -292,8 +275,6 @@ def test_digits_beyond_the_limit_are_refused(tmp_path, command):
     """--dps 1000 ended in a traceback (10.0 ** (3 - dps) underflowed to 0; at 100000 mpmath
     could not parse the decimal strings); a witness's precision is held to the same limit, and
     one that is neither 'float64' nor 'N digits' (a typo) is refused, not replayed in float64."""
-    import numpy as np
-
     np.save(tmp_path / "X.npy", np.random.default_rng(0).normal(size=(1, 2, 2)))
     write(tmp_path, "w.json", independent_doc("finite", False, seed=2))
     r = run(*command, "--dps", "1000", cwd=tmp_path)
@@ -309,8 +290,6 @@ def test_digits_beyond_the_limit_are_refused(tmp_path, command):
 def test_json_output_is_strict_json(tmp_path):
     """--json printed Python's 'Infinity' for a failed search's error, which strict JSON parsers
     (jq, JavaScript) reject; non-finite numbers are strings now, as in the reports."""
-    import numpy as np
-
     def strict(text):
         return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
 
@@ -319,3 +298,16 @@ def test_json_output_is_strict_json(tmp_path):
     r = run("interpolate", "--inputs", "X.npy", "--targets", "Y.npy", "--seed", "0", "--time-budget", "0.001", "--json",
             cwd=tmp_path)
     assert r.returncode == 1 and strict(r.stdout)["error"] == "inf"
+
+
+def test_the_engine_names_parameters_and_the_command_line_names_flags(tmp_path):
+    """Engine messages name the parameter (``dps``, ``max_steps``); the CLI says which flag sets it."""
+    from verify.cli import flags
+
+    X = np.random.default_rng(0).normal(size=(1, 2, 2))
+    r = run("rank", "--inputs", str(save_npy(tmp_path, "x.npy", X)), "--seed", "0", "--dps", "1")
+    assert r.returncode == 1 and "give --dps" in r.stdout and "give dps" not in r.stdout
+    doc = independent_doc("finite", False, seed=7)
+    r = run("--max-steps", "1", "check", str(write(tmp_path, "w.json", doc)))
+    assert r.returncode == 2 and "raise it with --max-steps" in r.stderr
+    assert flags("over the limit; raise the limit max_bytes") == "over the limit; raise it with --max-file-mb"

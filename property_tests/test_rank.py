@@ -131,7 +131,7 @@ def test_saturated_attention_is_undecided(scale, seed):
 def test_too_few_digits_decide_nothing_and_say_so():
     # at 5 digits the noise level 1e6 u sqrt(W) exceeds every scaled singular value
     r = analyse(gaussian_blocks(0, 2), np.random.default_rng(1).normal(size=(1, 2, 2)), dps=5, max_degree=4)
-    assert not r["decisive"] and "leaves no room to decide a rank; give --dps 30 or more" in r["undecided"]
+    assert not r["decisive"] and "leaves no room to decide a rank; give dps 30 or more" in r["undecided"]
 
 
 def test_a_degree_cap_below_the_counting_bound_is_undecided_not_a_deficit():

@@ -230,7 +230,7 @@ def _limits(args: argparse.Namespace) -> Limits:
 
 
 def _selfcheck(args: argparse.Namespace) -> int:
-    datafiles.output_directory(args.out)
+    datafiles.output_directory(args.out, "--out")
     t0 = time.perf_counter()
     checks = selfcheck.run(args.seed, selfcheck.QUICK_SHAPES if args.quick else selfcheck.STANDARD_SHAPES)
     doc = report.document("engine-selfcheck", args.seed, checks, {"total_s": round(time.perf_counter() - t0, 3)})
@@ -251,7 +251,7 @@ def _run(args: argparse.Namespace) -> int:
         if not quiet:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
-    datafiles.output_directory(args.out)
+    datafiles.output_directory(args.out, "--out")
     benchmarks = _benchmark_rows(Path(args.out))  # read now: a damaged file is refused before the work
     t0 = time.perf_counter()
     theorems, seconds = registry.run(args.theorem, args.profile, args.seed, progress)
@@ -300,7 +300,7 @@ def _appendix(args: argparse.Namespace) -> int:
     if not path.exists():
         raise InputError(f"{path}: no such report; run `verify run` (or `make verify`) first")
     doc = report.check_theorem_document(load_json(path, _limits(args)), str(path))
-    out = datafiles.output_directory(args.out if args.out else path.parent / "appendix")
+    out = datafiles.output_directory(args.out if args.out else path.parent / "appendix", "--out")
     written = appendix.write(doc, out, registry.statements())
     print(f"wrote {', '.join(str(p) for p in written)}")
     return EXIT_OK
@@ -345,12 +345,12 @@ def _rank(args: argparse.Namespace) -> int:
             out["gl_d"] = certify.generates_gl(blocks[0].V, blocks[1].V)
             out["certified"] = out["certified"] and out["gl_d"]["certified"]
     if args.dump:
-
         buf = io.BytesIO()
         np.savez(buf, matrix=np.asarray(M, dtype=float), words=np.array([str_word(w) for w in basis(res["max_degree"])]))
         create_exclusive(args.dump, buf.getvalue())
     decided = res["decisive"] or out["certified"]  # a full rank proved in Arb needs no float decision
     ok = decided and res["matches_prediction"] and (not args.certify or out["certified"] or res["rank"] < res["dimension"])
+    out["undecided"] = flags(out["undecided"]) if out["undecided"] else out["undecided"]
     if args.json:
         print(report.dumps(out), end="")
     else:
@@ -386,7 +386,7 @@ def _interpolate(args: argparse.Namespace) -> int:
     if not (np.isfinite(args.prune) and args.prune >= 0):
         raise InputError(f"--prune must be a number of seconds >= 0 (0: no pruning), got {args.prune}")
     if args.out:
-        check_creatable(args.out)  # before the search, not after it
+        check_creatable(args.out, "--out")  # before the search, not after it
     settings = Settings(
         tolerance=args.tolerance, depth=args.depth, method=args.method, seed=args.search_seed,
         time_budget=args.time_budget, prune=args.prune, **({"max_depth": args.max_depth} if args.max_depth else {}),
@@ -437,6 +437,19 @@ def _interpolate(args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_FAIL
 
 
+# The engine names its parameters; the command line says which flag sets each.
+FLAGS = {"raise the limit max_bytes": "raise it with --max-file-mb", "raise the limit max_steps": "raise it with --max-steps",
+         "(max_degree)": "(--max-degree)",
+         "give dps ": "give --dps ", "(dps)": "(--dps)"}
+
+
+def flags(text: str) -> str:
+    """An engine message with its parameter names replaced by the flags that set them."""
+    for name, flag in FLAGS.items():
+        text = text.replace(name, flag)
+    return text
+
+
 COMMANDS = {"appendix": _appendix, "check": _check, "interpolate": _interpolate, "rank": _rank, "run": _run,
             "selfcheck": _selfcheck}
 
@@ -446,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except VerifyError as exc:
-        print(f"verify {args.command}: error: {exc}", file=sys.stderr)
+        print(f"verify {args.command}: error: {flags(str(exc))}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print(f"verify {args.command}: interrupted", file=sys.stderr)

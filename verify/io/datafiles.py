@@ -36,7 +36,7 @@ from verify.model.blocks import Block
 COLLECTION_KEYS = {"inputs": ("inputs", "X"), "targets": ("targets", "Y")}  # the names each role is read from
 
 
-def output_directory(path: str | Path, option: str = "--out") -> Path:
+def output_directory(path: str | Path, option: str = "output") -> Path:
     """The directory a command writes its reports into, made now (before the work) so that a
     path that cannot be one is refused at once rather than after minutes of checks."""
     p = Path(path)
@@ -78,7 +78,7 @@ def _npz(data: bytes, where: str, names: tuple[str, str], role: str, limits: Lim
             raise InputError(f"{where}: holds arrays {keys}, none named {wanted}; name the {role} so")
         if members[pick].file_size > limits.max_bytes:
             raise InputError(f"{where}: the array {pick!r} unpacks to {members[pick].file_size} bytes, over the limit of "
-                             f"{limits.max_bytes}; raise it with --max-file-mb")
+                             f"{limits.max_bytes}; raise the limit max_bytes")
         return _npy(z.read(members[pick]), f"{where}[{pick}]", limits)
 
 

@@ -51,7 +51,7 @@ DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", r
 
 @dataclass(frozen=True)
 class Limits:
-    """Caps on what a command reads (the CLI's ``--max-file-mb`` and ``--max-steps`` raise them)."""
+    """Caps on what a command reads (raised by the caller; messages name the fields)."""
 
     max_bytes: int = 64 * 2**20  # a witness of 100 000 steps at 17 digits is about 5 MB
     max_steps: int = 100_000  # steps of a control or layers of a network in one witness
@@ -79,10 +79,10 @@ def read_bytes(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> bytes:
     with os.fdopen(fd, "rb") as f:
         if st.st_size > limits.max_bytes:
             raise InputError(f"{_shown(p)}: {st.st_size} bytes, over the limit of {limits.max_bytes}; "
-                             "raise it with --max-file-mb if the file is meant to be that large")
+                             "raise the limit max_bytes if the file is meant to be that large")
         data = f.read(limits.max_bytes + 1)
     if len(data) > limits.max_bytes:
-        raise InputError(f"{_shown(p)}: over the limit of {limits.max_bytes} bytes; raise it with --max-file-mb")
+        raise InputError(f"{_shown(p)}: over the limit of {limits.max_bytes} bytes; raise the limit max_bytes")
     return data
 
 
@@ -163,7 +163,7 @@ def decimal(text: str, where: str) -> str:
     return text
 
 
-def check_creatable(path: str | Path, option: str = "--out", suffix: str | None = None) -> Path:
+def check_creatable(path: str | Path, option: str = "output", suffix: str | None = None) -> Path:
     """Refuse, before any work, an output path that is taken (a file, a link, even a dangling
     one), whose directory does not exist, whose name is too long, or (``suffix``) that ends
     otherwise."""

@@ -214,7 +214,7 @@ def from_dict(doc: Any, source: str = "witness", limits: Limits = DEFAULT_LIMITS
     if not isinstance(raw, list):
         raise InputError(f"{source}: {key!r} must be a list of objects {{'block': 0|1, {length!r}: number}}")
     if len(raw) > limits.max_steps:
-        raise InputError(f"{source}: {len(raw)} {key}, over the limit of {limits.max_steps}; raise it with --max-steps")
+        raise InputError(f"{source}: {len(raw)} {key}, over the limit of {limits.max_steps}; raise the limit max_steps")
     other = "layers" if key == "steps" else "steps"
     if other in doc:
         raise InputError(f"{source}: depth is {depth!r}, which reads {key!r}, but the witness also has {other!r}")

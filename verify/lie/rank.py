@@ -229,7 +229,7 @@ def analyse(
     if result["rank"] < target and len(words) < target and result["decisive"]:  # a cap, not a measured deficit
         result.update(decisive=False, undecided=(
             f"the {len(words)} brackets up to degree {K} cannot span the {target} dimensions predicted; give a "
-            f"max degree of at least {result['counting_degree']} (--max-degree), the counting bound"))
+            f"max degree of at least {result['counting_degree']} (max_degree), the counting bound"))
     return result
 
 
@@ -259,7 +259,7 @@ def _analyse_at(blocks, X, K, dps, w: float) -> dict[str, Any]:
     undecided = None
     if not resolved(0.0, digits, W, deficit=True):  # even weights of 1 would not do
         undecided = (f"at {name} the noise level {noise_level(unit, W):.1g} leaves no room to decide a rank; "
-                     f"give --dps {max(resolving_digits(w, W), ESCALATION[0])} or more")
+                     f"give dps {max(resolving_digits(w, W), ESCALATION[0])} or more")
     elif not weights_seen:
         undecided = (f"the attention weights or logits reach down to 10^-{w:.3g}, too small for {name} to decide "
                      f"{'a deficit' if r < min(m, W) else 'the rank'}"
@@ -267,7 +267,7 @@ def _analyse_at(blocks, X, K, dps, w: float) -> dict[str, Any]:
                      "rescale the data towards |x| ~ 1")
     elif not decisive:
         undecided = (f"a singular value is within {GAP_FACTOR:g}x of the noise level at {name}, or a deficit "
-                     "was measured below 20 digits; try more digits (--dps)")
+                     "was measured below 20 digits; try more digits (dps)")
     gap = float(sigma[r - 1] / sigma[r]) if 0 < r < len(sigma) and sigma[r] > 0 else None
     return {
         "rank": r,
