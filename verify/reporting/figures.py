@@ -34,18 +34,20 @@ def _plt():
     return plt
 
 
-def _check(doc: dict[str, Any], theorem: str, prefix: str) -> dict[str, Any] | None:
+def _check(doc: dict[str, Any], theorem: str, *keys: str) -> dict[str, Any] | None:
+    """The first check of ``theorem`` whose details hold every one of ``keys`` (the data the
+    figure draws; a check's name is for people and may change)."""
     for t in doc["theorems"]:
         if t["name"] == theorem:
             for c in t["checks"]:
-                if c["name"].startswith(prefix):
+                if isinstance(c.get("details"), dict) and all(k in c["details"] for k in keys):
                     return c
     return None
 
 
 def trajectories(doc: dict[str, Any]):
-    c = _check(doc, "two_block", "control reaches the targets")
-    if c is None or "trajectory" not in c["details"]:
+    c = _check(doc, "two_block", "trajectory")
+    if c is None:
         return None
     T = np.asarray(c["details"]["trajectory"], dtype=float)  # (samples, N, n, 2)
     plt = _plt()
@@ -63,8 +65,8 @@ def trajectories(doc: dict[str, Any]):
 
 
 def singular_values(doc: dict[str, Any]):
-    c = _check(doc, "two_block", "bracket rank equals prediction [inputs")
-    if c is None or "sigma_by_degree" not in c["details"]:
+    c = _check(doc, "two_block", "sigma_by_degree", "sigma_min")  # the first: the inputs' rank check
+    if c is None:
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(4.5, 3.5))
@@ -81,8 +83,8 @@ def singular_values(doc: dict[str, Any]):
 
 
 def discretisation(doc: dict[str, Any]):
-    c = _check(doc, "finite_depth", "fitted order")
-    if c is None or "bounds" not in c["details"]:
+    c = _check(doc, "finite_depth", "h", "errors", "bounds", "order")
+    if c is None:
         return None
     h, err, bound = (np.asarray(c["details"][k], dtype=float) for k in ("h", "errors", "bounds"))
     plt = _plt()
