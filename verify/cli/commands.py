@@ -1,9 +1,5 @@
-"""Command-line interface: ``python -m verify`` or the ``verify`` console script.
-
-Exit status: 0 when everything asked for holds, 1 when a check fails (for example a witness
-that does not replay within its tolerance), 2 for bad input (one line on stderr naming the
-problem, never a traceback).
-"""
+"""The commands: one function per subcommand, from parsed flags to printed verdicts and an
+exit status (0 when everything asked for holds, 1 when a check fails, 2 for bad input)."""
 
 from __future__ import annotations
 
@@ -13,15 +9,15 @@ import io
 import math
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from theorems import reach, registry
+from verify.cli.parser import EXIT_FAIL, EXIT_OK, flags
 from verify.io import datafiles, validate, witness
-from verify.io.errors import InputError, VerifyError
+from verify.io.errors import InputError
 from verify.io.files import Limits, check_creatable, create_exclusive, load_json, replace_file
 from verify.lie import certify, invariants, rank
 from verify.lie.hall import basis, str_word
@@ -31,148 +27,7 @@ from verify.search import solver
 from verify.search.settings import Settings
 from verify.verdicts import replay
 
-EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 CERTIFY_SECONDS = 600.0  # check --certify gives up (UNDECIDED) after ten minutes
-THEOREM_NAMES = ["two_block", "finite_depth", "causal"]  # the registry's names (theorems.registry.THEOREMS)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
-    return v
-
-
-def _seed(text: str) -> int:
-    try:
-        return validate.seed(int(text))
-    except (ValueError, InputError):
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-
-
-def _digits(text: str) -> int:
-    try:
-        return validate.digits(int(text))
-    except (ValueError, InputError):
-        raise argparse.ArgumentTypeError(f"expected a whole number of digits from 1 to {validate.MAX_DIGITS}, "
-                                         f"got {text!r}") from None
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line with a hint (exit 2), not the usage block."""
-
-    def error(self, message: str) -> Any:
-        self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def _limit(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
-    if not 1 <= v <= 10**9:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 10^9, got {v}")
-    return v
-
-
-def parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog="verify",
-        description="Verification suite for universal interpolation by two frozen attention blocks.",
-    )
-    p.add_argument("--max-file-mb", type=_limit, default=Limits().max_bytes // 2**20, metavar="MB",
-                   help="largest input file read, in MiB (default %(default)s)")
-    p.add_argument("--max-steps", type=_limit, default=Limits().max_steps, metavar="K",
-                   help="most steps or layers in a witness (default %(default)s)")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
-
-    c = sub.add_parser("check", help="replay a witness file and compare with its claimed tolerance",
-                       description="Replay WITNESS.json (schema attention-interpolation-witness/1); "
-                                   "exit 0 only when max |image - target| + integration error estimate <= tolerance.")
-    c.add_argument("witness", metavar="WITNESS.json")
-    c.add_argument("--dps", type=_digits, default=None,
-                   help="replay in arbitrary precision with this many digits "
-                        "(default: the witness's recorded precision, float64 if it records none)")
-    c.add_argument("--certify", action="store_true",
-                   help="enclose the image in Arb ball arithmetic: CERTIFIED, FAIL or UNDECIDED with the enclosure width")
-    c.add_argument("--json", action="store_true", help="print the verdict as JSON")
-
-    r = sub.add_parser("rank", help="rank of the Lie-bracket matrix on a collection, against the invariants' prediction",
-                       description="Iterated Lie brackets (Hall basis) of the two attention fields evaluated on every "
-                                   "sequence; exit 0 when the rank equals the prediction (and, with --certify, a full "
-                                   "rank is proved in ball arithmetic).")
-    r.add_argument("--inputs", required=True, metavar="X", help="collection (N, n, d) as .npy, .npz or .json")
-    src = r.add_mutually_exclusive_group(required=True)
-    src.add_argument("--blocks", metavar="B.json", help="JSON with a 'blocks' field (a witness file works)")
-    src.add_argument("--seed", type=_seed, help="Gaussian blocks from this seed")
-    r.add_argument("--dim", type=_positive_int, help="token dimension d for --seed (default: the data's)")
-    r.add_argument("--causal", action="store_true", help="causal masking (overrides the blocks file)")
-    r.add_argument("--beta", type=float, default=None, help="inverse temperature (default 1, or the blocks file's)")
-    r.add_argument("--max-degree", type=_positive_int, default=rank.DEFAULT_MAX_DEGREE)
-    r.add_argument("--certify", action="store_true", help="prove full rank in Arb ball arithmetic (and gl(d) when causal)")
-    r.add_argument("--dps", type=_digits, default=None, help="decide the rank at this many digits")
-    r.add_argument("--dump", metavar="M.npz", help="write the bracket matrix and its words (refuses to overwrite)")
-    r.add_argument("--json", action="store_true", help="print the result as JSON")
-
-    i = sub.add_parser("interpolate", help="construct a control (or network) mapping inputs onto targets; write a witness",
-                       description="Refuses inadmissible data with the obstruction; otherwise searches a control "
-                                   "(continuous depth) or residual network (finite depth), replays it, and writes a "
-                                   "witness. Exit 0 only when the witness replays within its tolerance.")
-    i.add_argument("--inputs", required=True, metavar="X")
-    i.add_argument("--targets", required=True, metavar="Y")
-    src = i.add_mutually_exclusive_group(required=True)
-    src.add_argument("--blocks", metavar="B.json", help="JSON with a 'blocks' field (a witness file works)")
-    src.add_argument("--seed", type=_seed, help="Gaussian blocks from this seed")
-    i.add_argument("--dim", type=_positive_int, help="token dimension d for --seed (default: the data's)")
-    i.add_argument("--causal", action="store_true")
-    i.add_argument("--beta", type=float, default=None)
-    i.add_argument("--depth", choices=["continuous", "finite"], default="continuous")
-    i.add_argument("--method", choices=["lm", "steer"], default="lm", help="lm (default) or bracket steering (continuous)")
-    i.add_argument("--tolerance", type=float, default=1e-10, help="claimed max |image - target| (default 1e-10)")
-    i.add_argument("--dps", type=_digits, default=None, help="also replay the witness at this many digits")
-    i.add_argument("--max-depth", type=_positive_int, default=None, help="largest number of steps/layers")
-    i.add_argument("--time-budget", type=float, default=60.0, help="seconds of search (default 60)")
-    i.add_argument("--search-seed", type=_seed, default=0, help="seed of the random starts (recorded in the witness)")
-    i.add_argument("--prune", type=float, default=0.0, metavar="SECONDS",
-                   help="then spend up to this long removing steps from the control or network found, each removal "
-                        "corrected and replayed within the tolerance (default 0: no pruning)")
-    i.add_argument("--out", metavar="W.json", help="witness file to write (refuses to overwrite)")
-    i.add_argument("--json", action="store_true")
-    i.add_argument("--quiet", action="store_true", help="no progress on stderr")
-
-    t = sub.add_parser("run", help="run the theorem checks (T1 two_block, T2 finite_depth, T3 causal); write reports/",
-                       description="Run the theorem checks on the profile's seeded instances, print a summary table and "
-                                   "write verification.json; exit 0 only when every check passes.")
-    t.add_argument("--theorem", action="append", choices=THEOREM_NAMES, metavar="NAME",
-                   help=f"one of {', '.join(THEOREM_NAMES)} (repeatable; default: all)")
-    t.add_argument("--profile", choices=["quick", "standard", "paper"], default="quick",
-                   help="instance sizes and solver budgets (default quick: a few minutes on 2 cores)")
-    t.add_argument("--seed", type=_seed, default=0, help="seed of the blocks and of every instance (default 0)")
-    t.add_argument("--out", default="reports",
-                   help="directory for verification.json, summary.md and appendix/ (default: reports)")
-    t.add_argument("--no-reach", action="store_true",
-                   help="skip the solver-reach measurement on Gaussian targets (skipped anyway with --theorem)")
-    t.add_argument("--json", action="store_true", help="print the report as JSON")
-    t.add_argument("--quiet", action="store_true", help="no progress on stderr")
-
-    a = sub.add_parser("appendix", help="regenerate the LaTeX appendix from an existing verification.json",
-                       description="Render appendix.tex (booktabs tables of every check; \\input it into a paper) and "
-                                   "standalone.tex (compiles on its own with pdflatex) from a report written by "
-                                   "`verify run`, without recomputing anything.")
-    a.add_argument("--report", default="reports/verification.json", help="default: reports/verification.json")
-    a.add_argument("--out", default=None, help="directory to write into (default: appendix/ next to the report)")
-
-    s = sub.add_parser("selfcheck", help="run the engine's self-checks and write reports/verification.json",
-                       description="Conventions and invariants of the engine measured on seeded instances.")
-    s.add_argument("--seed", type=_seed, default=0)
-    s.add_argument("--quick", action="store_true", help="one small shape instead of four")
-    s.add_argument("--out", default="reports", help="directory for verification.json (default: reports)")
-    s.add_argument("--json", action="store_true", help="print the report as JSON")
-    s.add_argument("--quiet", action="store_true", help="print nothing but errors")
-    return p
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -437,34 +292,5 @@ def _interpolate(args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_FAIL
 
 
-# The engine names its parameters; the command line says which flag sets each.
-FLAGS = {"raise the limit max_bytes": "raise it with --max-file-mb", "raise the limit max_steps": "raise it with --max-steps",
-         "(max_degree)": "(--max-degree)",
-         "give dps ": "give --dps ", "(dps)": "(--dps)"}
-
-
-def flags(text: str) -> str:
-    """An engine message with its parameter names replaced by the flags that set them."""
-    for name, flag in FLAGS.items():
-        text = text.replace(name, flag)
-    return text
-
-
 COMMANDS = {"appendix": _appendix, "check": _check, "interpolate": _interpolate, "rank": _rank, "run": _run,
             "selfcheck": _selfcheck}
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    try:
-        return COMMANDS[args.command](args)
-    except VerifyError as exc:
-        print(f"verify {args.command}: error: {flags(str(exc))}", file=sys.stderr)
-        return EXIT_INPUT
-    except KeyboardInterrupt:
-        print(f"verify {args.command}: interrupted", file=sys.stderr)
-        return 130
-
-
-def run_console() -> Any:
-    sys.exit(main())
