@@ -39,13 +39,29 @@ from verify.model.backend import precision
 Fit = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
+# The damping policy of every Levenberg-Marquardt loop here and in verify.search.shooting: start at
+# DAMPING_START, x4 after a rejected step, /3 (not below DAMPING_FLOOR) after an accepted one; a fit
+# whose damping reaches DAMPING_CEILING has stalled.
+DAMPING_START, DAMPING_FLOOR, DAMPING_CEILING = 1e-3, 1e-12, 1e12
+
+
+def damping_up(lam: Any) -> Any:
+    """The damping after a rejected step (scalars or arrays)."""
+    return lam * 4
+
+
+def damping_down(lam: Any) -> Any:
+    """The damping after an accepted step (scalars or arrays)."""
+    return np.maximum(lam / 3, DAMPING_FLOOR)
+
+
 def levenberg_marquardt(
     fun: Fit,
     x0: np.ndarray,
     *,
     tol: float,
     max_iter: int = 300,
-    lam: float = 1e-3,
+    lam: float = DAMPING_START,
     deadline: float = math.inf,
     residual_only: Callable[[np.ndarray], np.ndarray] | None = None,
     report: Callable[[float, int], None] | None = None,
@@ -69,7 +85,7 @@ def levenberg_marquardt(
             yield np.linalg.lstsq(J, -r, rcond=1e-13)[0]
         yield damped_step(J, r, lam)
 
-    while float(np.abs(r).max()) > tol and jacobians < max_iter and time.perf_counter() < deadline and lam < 1e12:
+    while float(np.abs(r).max()) > tol and jacobians < max_iter and time.perf_counter() < deadline and lam < DAMPING_CEILING:
         for dx in candidates(J, r, lam):
             trial = x + dx
             new_cost = cost_at(trial)
@@ -77,12 +93,12 @@ def levenberg_marquardt(
                 break
         else:
             rejected += 1
-            lam *= 4
+            lam = damping_up(lam)
             continue
         x, cost = trial, new_cost
         r, J = fun(x)
         jacobians += 1
-        lam = max(lam / 3, 1e-12)
+        lam = float(damping_down(lam))
         if report:
             report(float(np.abs(r).max()), jacobians)
     return x, {

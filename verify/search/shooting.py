@@ -43,7 +43,7 @@ from verify.model.flow import flow_batch
 from verify.model.network import apply_batch, curvature_batch
 from verify.model.rk4 import curvature_batch as rk4_curvature_batch
 from verify.model.rk4 import integrate_batch
-from verify.search.newton import solve_or_nan
+from verify.search.newton import DAMPING_CEILING, DAMPING_START, damping_down, damping_up, solve_or_nan
 
 START_STATES = ("path", "images")  # how :meth:`Shooting.fresh` places the intermediate states
 
@@ -353,7 +353,7 @@ def _population(shooting, rec, size, start, tol, max_iter, max_starts, deadline,
     if first is None:
         return
     x, r, H, D = first
-    lam, iters = np.full(len(x), 1e-3), np.ones(len(x), dtype=int)
+    lam, iters = np.full(len(x), DAMPING_START), np.ones(len(x), dtype=int)
     mark, due_at = np.abs(r).max(axis=1), np.full(len(x), 1 + patience)  # max |r| at the last check, next check
     spent = per * len(x)  # seconds the last iteration's step took (at first: a Jacobian per member)
     while len(x):
@@ -372,7 +372,7 @@ def _population(shooting, rec, size, start, tol, max_iter, max_starts, deadline,
                 return
             failed.append(j)
         finite_jacobian = np.isfinite(H).all(axis=(1, 2, 3)) & np.isfinite(D).all(axis=(1, 2, 3, 4))
-        stalled = (iters >= max_iter) | (lam > 1e12) | ~np.isfinite(rmax) | ~finite_jacobian
+        stalled = (iters >= max_iter) | (lam > DAMPING_CEILING) | ~np.isfinite(rmax) | ~finite_jacobian
         if patience:
             due = iters >= due_at
             stalled |= due & (rmax > 0.5 * mark)
@@ -384,7 +384,7 @@ def _population(shooting, rec, size, start, tol, max_iter, max_starts, deadline,
             if new:
                 idx = dead[:new]
                 x[idx], r[idx], H[idx], D[idx] = fresh
-                lam[idx], iters[idx] = 1e-3, 1
+                lam[idx], iters[idx] = DAMPING_START, 1
                 mark[idx], due_at[idx] = np.abs(r[idx]).max(axis=1), 1 + patience
             keep = np.setdiff1d(np.arange(len(x)), dead[new:])
             x, r, H, D, lam, iters = x[keep], r[keep], H[keep], D[keep], lam[keep], iters[keep]
@@ -405,13 +405,13 @@ def _population(shooting, rec, size, start, tol, max_iter, max_starts, deadline,
         r_trial, _ = shooting.parts(trial)
         cost_trial = np.einsum("pi,pi->p", r_trial, r_trial)
         better = np.isfinite(cost_trial) & (cost_trial < cost) & bounded
-        lam[~better] *= 4
+        lam[~better] = damping_up(lam[~better])
         acc = np.flatnonzero(better)
         if acc.size:
             x[acc] = trial[acc]
             r[acc], (H[acc], D[acc]) = shooting.parts(x[acc], sensitivities=True)
             rec.jacobians += acc.size
-            lam[acc] = np.maximum(lam[acc] / 3, 1e-12)
+            lam[acc] = damping_down(lam[acc])
             iters[acc] += 1
         spent = time.perf_counter() - began
         yield True
