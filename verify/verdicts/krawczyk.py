@@ -53,10 +53,15 @@ CENTRE_SHARE = 1e-6  # of the tolerance, for the remainders of the centre's encl
 SINGULAR = "the Jacobian of the free steps is singular in float64; choose other free layers or a deeper network"
 
 
+def best_columns(D: np.ndarray, m: int) -> list[int]:
+    """The m columns of D (derivatives of the end point with respect to steps or durations)
+    that are the best conditioned: pivoted QR on the columns scaled to unit norm."""
+    return select_columns(D / np.maximum(np.linalg.norm(D, axis=0), 1e-300), m)
+
+
 def free_layers(blocks: Sequence[Block], layers: Sequence[tuple[int, float]], X: np.ndarray) -> list[int]:
-    """m = N n d layer indices whose step columns are the best conditioned (pivoted QR)."""
-    D = apply(blocks, layers, X, sensitivities=True).d_steps
-    return select_columns(D / np.maximum(np.linalg.norm(D, axis=0), 1e-300), X.size)
+    """m = N n d layer indices whose step columns are the best conditioned (:func:`best_columns`)."""
+    return best_columns(apply(blocks, layers, X, sensitivities=True).d_steps, X.size)
 
 
 def _refine(blocks, layers, X, Y, free, digits):
@@ -182,13 +187,6 @@ def _krawczyk(R: Any, RG: Any, J: Any, r: float) -> tuple[float, float]:
     return reach, contraction
 
 
-def free_steps(blocks: Sequence[Block], steps: Sequence[tuple[int, Any]], X: np.ndarray) -> list[int]:
-    """m = N n d step indices of a control whose duration columns are the best conditioned
-    (pivoted QR on the float64 derivative of the end point with respect to the durations)."""
-    D = flow(blocks, [(b, float(t)) for b, t in steps], np.asarray(X, dtype=float), sensitivities=True).d_durations
-    return select_columns(D / np.maximum(np.linalg.norm(D, axis=0), 1e-300), X.size)
-
-
 def certify_control(
     blocks: Sequence[Block],
     steps: Sequence[tuple[int, Any]],
@@ -203,9 +201,10 @@ def certify_control(
     """Try to prove that exact durations near the control's map X exactly onto Y.
 
     The continuous analogue of :func:`certify_network`: all durations but m = N n d free ones
-    (:func:`free_steps`) stay as written, G(s) = flow(X; s, fixed durations) - Y, the centre c
-    is the free durations as written, and B = c + [-r, r]^m.  G(c) is enclosed by the validated
-    flow (:func:`verify.verdicts.enclosure.enclose_flow`, remainders taking CENTRE_SHARE of the
+    (:func:`best_columns` of the float64 derivative with respect to the durations) stay as
+    written, G(s) = flow(X; s, fixed durations) - Y, the centre c is the free durations as
+    written, and B = c + [-r, r]^m.  G(c) is enclosed by the validated flow
+    (:func:`verify.verdicts.enclosure.enclose_flow`, remainders taking CENTRE_SHARE of the
     tolerance: the box grows with G(c)'s balls), and G'(B) by the same flow with the free
     durations as balls of radius r, carrying the variational equation; R is the float64
     inverse of the float64 Jacobian.  If K(B) = c - R G(c) + (I - R G'(B)) (B - c) lies in the
@@ -221,10 +220,9 @@ def certify_control(
     if len(steps) < m:
         return base | {"reason": f"{len(steps)} durations for {m} equations; the Krawczyk test needs at least m"}
     try:
-        free = free_steps(blocks, steps, X)
-        D = flow(blocks, [(b, float(t)) for b, t in steps], np.asarray(X, dtype=float),
-                 sensitivities=True).d_durations[:, free]
-        R = np.linalg.inv(D)
+        D = flow(blocks, [(b, float(t)) for b, t in steps], np.asarray(X, dtype=float), sensitivities=True).d_durations
+        free = best_columns(D, m)
+        R = np.linalg.inv(D[:, free])
     except (IntegrationError, np.linalg.LinAlgError) as exc:
         return base | {"reason": f"no float64 Jacobian of the durations to invert: {exc}"}
     try:
