@@ -88,18 +88,24 @@ def _add_check(sub: Any) -> None:
     c.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
 
+def _add_blocks_source(p: argparse.ArgumentParser) -> None:
+    """The blocks a command works with (read by ``commands._blocks_from``): a file or a seed, and
+    the attention settings."""
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--blocks", metavar="B.json", help="JSON with a 'blocks' field (a witness file works)")
+    src.add_argument("--seed", type=_seed, help="Gaussian blocks from this seed")
+    p.add_argument("--dim", type=_positive_int, help="token dimension d for --seed (default: the data's)")
+    p.add_argument("--causal", action="store_true", help="causal masking (overrides the blocks file)")
+    p.add_argument("--beta", type=float, default=None, help="inverse temperature (default 1, or the blocks file's)")
+
+
 def _add_rank(sub: Any) -> None:
     r = sub.add_parser("rank", help="rank of the Lie-bracket matrix on a collection, against the invariants' prediction",
                        description="Iterated Lie brackets (Hall basis) of the two attention fields evaluated on every "
                                    "sequence; exit 0 when the rank equals the prediction (and, with --certify, a full "
                                    "rank is proved in ball arithmetic).")
     r.add_argument("--inputs", required=True, metavar="X", help="collection (N, n, d) as .npy, .npz or .json")
-    src = r.add_mutually_exclusive_group(required=True)
-    src.add_argument("--blocks", metavar="B.json", help="JSON with a 'blocks' field (a witness file works)")
-    src.add_argument("--seed", type=_seed, help="Gaussian blocks from this seed")
-    r.add_argument("--dim", type=_positive_int, help="token dimension d for --seed (default: the data's)")
-    r.add_argument("--causal", action="store_true", help="causal masking (overrides the blocks file)")
-    r.add_argument("--beta", type=float, default=None, help="inverse temperature (default 1, or the blocks file's)")
+    _add_blocks_source(r)
     r.add_argument("--max-degree", type=_positive_int, default=rank.DEFAULT_MAX_DEGREE)
     r.add_argument("--certify", action="store_true", help="prove full rank in Arb ball arithmetic (and gl(d) when causal)")
     r.add_argument("--dps", type=_digits, default=None, help="decide the rank at this many digits")
@@ -114,12 +120,7 @@ def _add_interpolate(sub: Any) -> None:
                                    "witness. Exit 0 only when the witness replays within its tolerance.")
     i.add_argument("--inputs", required=True, metavar="X")
     i.add_argument("--targets", required=True, metavar="Y")
-    src = i.add_mutually_exclusive_group(required=True)
-    src.add_argument("--blocks", metavar="B.json", help="JSON with a 'blocks' field (a witness file works)")
-    src.add_argument("--seed", type=_seed, help="Gaussian blocks from this seed")
-    i.add_argument("--dim", type=_positive_int, help="token dimension d for --seed (default: the data's)")
-    i.add_argument("--causal", action="store_true")
-    i.add_argument("--beta", type=float, default=None)
+    _add_blocks_source(i)
     i.add_argument("--depth", choices=["continuous", "finite"], default="continuous")
     i.add_argument("--method", choices=["lm", "steer"], default="lm", help="lm (default) or bracket steering (continuous)")
     i.add_argument("--tolerance", type=float, default=1e-10, help="claimed max |image - target| (default 1e-10)")
