@@ -136,7 +136,7 @@ def _remainder(block: Block, Xk: list, h: Fraction, sign: int, eps: float,
 
     up = float(np.nextafter(float(h), np.inf))
     T = flint.arb(sign * up / 2, up / 2)  # covers [0, h] with the step's sign
-    t = sign * flint.arb(h.numerator) / h.denominator  # h exactly (a ball where it is not binary)
+    t = _signed(h, sign)
     B = _inflate(evaluate(Xk, T))
     for _ in range(INFLATIONS):
         top = coefficients(block, B, ORDER + 1)[0][ORDER + 1]
@@ -162,6 +162,13 @@ def _remainder(block: Block, Xk: list, h: Fraction, sign: int, eps: float,
             break
         B = _inflate(candidate)
     return None, None, _shorter(h, 0.5)
+
+
+def _signed(h: Fraction, sign: int) -> Any:
+    """sign * h as a ball holding it exactly (h is a binary float; a ball where it is not)."""
+    import flint
+
+    return sign * flint.arb(h.numerator) / h.denominator
 
 
 def _shorter(h: Fraction, factor: float) -> Fraction:
@@ -228,7 +235,7 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                     if h < 1e-12 * max(1.0, abs(f)):
                         raise IntegrationError(f"no a-priori enclosure for a step of block {b} (duration {f:g}) "
                                                f"after {count} validated steps; the balls are too wide")
-                t = sign * flint.arb(h.numerator) / h.denominator
+                t = _signed(h, sign)
                 J = columns_to_jacobians(xp, evaluate(dXk, t))  # D T over the balls, per sequence (N, nd, nd)
                 spread = xp.matmul(J, xp.reshape(Xb - c, (N, n * d, 1)))
                 Xb = evaluate(coefficients(blocks[b], c, ORDER)[0], t) + remainder + xp.reshape(spread, (N, n, d))
@@ -255,9 +262,8 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
 def _continue(block: Block, X: np.ndarray, rest: Any) -> tuple[np.ndarray, Any]:
     """X moved by a short duration known only as a ball ``rest``: the first-order enclosure
     X + rest F(B) with B an a-priori box for |t| <= |rest|; and g >= e^(L |rest|) - 1 (an exact
-    ball), L the
-    largest row sum of |DF| over B, which bounds every entry of W - I for the flow's Jacobian
-    W over that time (Gronwall)."""
+    ball), L the largest row sum of |DF| over B, which bounds every entry of W - I for the
+    flow's Jacobian W over that time (Gronwall)."""
     import flint
 
     span = _up(abs(rest).upper())  # rounded up: the box must cover every |t| <= |rest|
