@@ -74,6 +74,13 @@ def image(w: Witness, dps: int | None = None) -> Image:
         return Image(end=end, estimate=float(_network_rounding(w, end, unit)), work={})
 
 
+def _about(w: Witness) -> dict[str, Any]:
+    """What every verdict reports of the witness it judges."""
+    N, n, d = w.inputs.shape
+    return {"tolerance": w.tolerance, "depth": w.depth, "length": len(w.steps), "shape": {"N": N, "n": n, "d": d},
+            "causal": w.causal}
+
+
 def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
     """Replay a witness in float64 (``dps=None``) or at ``dps`` digits; return the verdict.
 
@@ -87,9 +94,7 @@ def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
     arithmetic cannot follow the witness (``reason`` says why); ``passed`` is verdict == PASS.
     More digits (``dps``) or ``verify check --certify`` decide an undecided witness.
     """
-    N, n, d = w.inputs.shape
-    out = {"tolerance": w.tolerance, "depth": w.depth, "length": len(w.steps), "shape": {"N": N, "n": n, "d": d},
-           "causal": w.causal, "precision": precision_label(dps)}
+    out = _about(w) | {"precision": precision_label(dps)}
     try:
         img = image(w, dps)
     except IntegrationError as exc:
@@ -126,9 +131,7 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf, e
     With ``existence``, a continuous witness that is not refuted also gets ``existence``: the
     Krawczyk test of :func:`verify.verdicts.krawczyk.certify_control` (exact durations near the free
     ones map the inputs exactly onto the targets), within the same deadline."""
-    N, n, d = w.inputs.shape
-    out = {"tolerance": w.tolerance, "depth": w.depth, "length": len(w.steps), "shape": {"N": N, "n": n, "d": d},
-           "causal": w.causal}
+    out = _about(w)
     if not all(isinstance(v, float) for m in w.matrices for a in m.values() for v in a.ravel()):
         return out | {"verdict": "UNDECIDED", "certified": False, "precision": "Arb balls",
                       "reason": "block entries given as decimal strings are not enclosed yet; write them as JSON numbers"}
