@@ -17,6 +17,7 @@ from verify.io import witness
 from verify.io.errors import InputError, IntegrationError
 from verify.lie.invariants import check_admissible, check_blocks_move
 from verify.model.blocks import gaussian_blocks
+from verify.model.dynamics import CONTINUOUS, dynamics
 from verify.model.flow import flow
 from verify.model.network import apply
 from verify.model.rk4 import integrate_batch
@@ -29,7 +30,6 @@ from verify.search.finish import (
     high_digits,
     refine_in_precision,
     refine_segments_in_precision,
-    replay_error,
 )
 from verify.search.newton import chord, levenberg_marquardt
 from verify.search.settings import DEPTH_DEFAULTS, Settings, resolve
@@ -204,7 +204,7 @@ def test_targets_equal_to_the_inputs_take_no_steps(depth):
     X, Y, blocks = instance(4, 0, seed=5)
     sol = solve(blocks, X, X.copy(), Settings(depth=depth))
     assert sol.success and sol.steps == [] and sol.depth == 0 and sol.error == 0.0
-    assert replay_error(blocks, sol.steps, X, X, depth) == 0.0
+    assert dynamics(depth).error(blocks, sol.steps, X, X) == 0.0
     assert solve(blocks, X, Y, Settings(depth="finite", max_starts=1, max_iter=1)).message.startswith("not found")
 
 
@@ -362,7 +362,7 @@ def test_control_refinement_in_high_precision_reaches_below_float64(rk4_substeps
         return integrate_batch(blocks, pattern, z[None], X[None], substeps=rk4_substeps, sensitivities=True).d_steps[0]
 
     steps, err, jacobians = refine_in_precision(blocks, pattern, h + 1e-6 * rng.normal(size=4), X, Y, 1e-22, 30,
-                                                depth="continuous", jacobian=rk4_jacobian if rk4_substeps else None)
+                                                dyn=CONTINUOUS, jacobian=rk4_jacobian if rk4_substeps else None)
     assert err <= 1e-22 and 1 <= jacobians <= 8
     theirs = independent.flow([(b.Q, b.K, b.V) for b in blocks], [(b, witness._jsonable(t)) for b, t in steps], X, dps=30)
     assert np.abs((theirs - Y).astype(float)).max() <= 1e-21
@@ -374,7 +374,7 @@ def test_refinement_of_a_flow_keeps_to_the_deadline():
     (segments of 6 steps) ran 212 s on a 60 s budget, in four such flows of about a minute."""
     _, X, blocks, pattern, h, Y = _four_step_control()
     with pytest.raises(IntegrationError, match="deadline"):
-        refine_in_precision(blocks, pattern, h + 1e-6, X, Y, 1e-22, 30, deadline=time.perf_counter(), depth="continuous")
+        refine_in_precision(blocks, pattern, h + 1e-6, X, Y, 1e-22, 30, deadline=time.perf_counter(), dyn=CONTINUOUS)
 
 
 def test_chord_halves_a_step_that_does_not_lower_the_residual():
@@ -398,7 +398,7 @@ def test_chord_stops_cleanly_when_its_jacobian_overflows(bad):
     the solver.  The chord now stops at such a Jacobian and keeps what it had."""
     _, X, blocks, pattern, h, Y = _four_step_control()
     h0 = h + 1e-6
-    steps, err, jacobians = refine_in_precision(blocks, pattern, h0, X, Y, 1e-22, 30, depth="continuous",
+    steps, err, jacobians = refine_in_precision(blocks, pattern, h0, X, Y, 1e-22, 30, dyn=CONTINUOUS,
                                                 jacobian=lambda z: np.full((X.size, len(z)), bad))
     assert jacobians == 1 and [float(t) for _, t in steps] == list(h0)
     assert err == pytest.approx(float(np.abs(flow(blocks, list(zip(pattern, h0, strict=True)), X).end - Y).max()), rel=1e-6)

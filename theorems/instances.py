@@ -25,8 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from verify.model.blocks import Block
-from verify.model.flow import flow
-from verify.model.network import apply
+from verify.model.dynamics import dynamics
 
 
 def _codes(key: Sequence[object]) -> list[int]:
@@ -82,7 +81,7 @@ def hidden_control_targets(blocks: Sequence[Block], X: np.ndarray, seed: int, de
     """Image of X under a random alternating control (continuous) or network (finite)."""
     h = rng(seed, "hidden control", depth).uniform(-scale, scale, size=steps)
     control = [(j % 2, float(t)) for j, t in enumerate(h)]
-    return (flow(blocks, control, X, dps=30) if depth == "continuous" else apply(blocks, control, X, dps=30)).end.astype(float)
+    return dynamics(depth).exact_image(blocks, control, X, 30).astype(float)
 
 
 def random_G(seed: int, d: int, sign: int = 1) -> np.ndarray:

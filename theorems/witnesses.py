@@ -29,8 +29,7 @@ from verify.lie import certify, rank
 from verify.lie.hall import basis, degree
 from verify.lie.invariants import check_admissible, predicted_rank
 from verify.model.blocks import Block
-from verify.model.flow import flow
-from verify.model.network import apply
+from verify.model.dynamics import CONTINUOUS, dynamics
 from verify.reporting.results import Check, check
 from verify.search.settings import Settings
 from verify.search.solver import solve
@@ -78,10 +77,12 @@ def _sigma_by_degree(S: np.ndarray, K: int) -> dict[str, list[float]]:
 
 def trajectory(blocks: Sequence[Block], X: np.ndarray, steps, depth: str, per_step: int = 4) -> list:
     """States along a control (each step cut into ``per_step`` pieces) or network (each layer)."""
+    dyn = dynamics(depth)
+    pieces = per_step if dyn is CONTINUOUS else 1  # a layer has no states in between
     states, Z = [X], X
     for b, t in steps:
-        for _ in range(per_step if depth == "continuous" else 1):
-            Z = flow(blocks, [(b, t / per_step)], Z).end if depth == "continuous" else apply(blocks, [(b, t)], Z).end
+        for _ in range(pieces):
+            Z = dyn.end(blocks, [(b, t / pieces)], Z)
             states.append(Z)
     return np.asarray(states).tolist()
 
@@ -103,7 +104,7 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
     profiles: 80-150 s a control at m = 8, up to 200 s at m = 4 on some quick-profile seeds),
     a certified control also gets :func:`existence_check`."""
     sol = solve(blocks, X, Y, settings, progress)
-    unit = "layers" if depth == "finite" else "steps"
+    unit = dynamics(depth).unit
     info = {"depth": sol.depth, "unit": unit, "total_duration": sol.total_duration, "starts": sol.moves,
             "message": sol.message}
     if sol.success and X.shape[2] == 2:

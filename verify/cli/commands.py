@@ -22,6 +22,7 @@ from verify.io.files import Limits, check_creatable, create_exclusive, load_json
 from verify.lie import certify, invariants, rank
 from verify.lie.hall import basis, str_word
 from verify.model.blocks import gaussian_blocks
+from verify.model.dynamics import dynamics
 from verify.reporting import appendix, report, selfcheck, summary
 from verify.search import solver
 from verify.search.settings import Settings
@@ -55,7 +56,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _head(verdict: dict[str, Any]) -> str:
     """'VERDICT: continuous depth, 6 steps, float64', the first words of check's line."""
-    unit = "steps" if verdict["depth"] == "continuous" else "layers"
+    unit = dynamics(verdict["depth"]).unit
     return f"{verdict['verdict']}: {verdict['depth']} depth, {verdict['length']} {unit}, {verdict['precision']}"
 
 

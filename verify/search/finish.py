@@ -49,7 +49,6 @@ float64 steps) or the stage at which the fit was lost, a key of ``LOSSES``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -57,12 +56,12 @@ import numpy as np
 
 from verify.io.errors import IntegrationError
 from verify.model.backend import UNIT, precision
-from verify.model.blocks import Block
-from verify.model.flow import flow, flow_batch
+from verify.model.dynamics import CONTINUOUS, FINITE, Dynamics
+from verify.model.flow import flow_batch
 from verify.model.network import apply, propagated_rounding
 from verify.search.newton import chord, chord_in_precision, levenberg_marquardt
 from verify.search.shooting import Shooting, population_lm
-from verify.search.steps import Steps, merge
+from verify.search.steps import merge
 
 # Jacobians per refit of the RK4 surrogate on halved steps (measured: docs/solver-reach.md).
 REFINE_JACOBIANS = 150
@@ -112,21 +111,6 @@ LOSSES = {
 }
 
 
-def image(blocks: Sequence[Block], steps: Steps, X: np.ndarray, depth: str) -> np.ndarray | None:
-    """Image of X under the control (continuous) or network (finite); None on overflow."""
-    try:
-        end = apply(blocks, steps, X).end if depth == "finite" else flow(blocks, steps, X).end
-    except IntegrationError:
-        return None
-    return end if np.all(np.isfinite(end)) else None
-
-
-def replay_error(blocks: Sequence[Block], steps: Steps, X: np.ndarray, Y: np.ndarray, depth: str) -> float:
-    """max |image - target| of the control (continuous) or network (finite); inf on overflow."""
-    end = image(blocks, steps, X, depth)
-    return math.inf if end is None else float(np.abs(end - Y).max())
-
-
 def amplification(rounding: float) -> float:
     """How many float64 units of rounding a replay propagates (at least 1), from the estimate
     ``rounding`` of its rounding (:func:`verify.model.network.propagated_rounding`, or a float64
@@ -151,44 +135,20 @@ def high_digits(gain: float, tol: float, floor: int = HIGH_DPS) -> int | None:
     return dps if dps <= MAX_DPS else None
 
 
-def high_precision_end(blocks, steps, X, depth: str, dps: int = HIGH_DPS, deadline: float = math.inf) -> np.ndarray:
-    """The image of X at ``dps`` digits (an object array of mpmath numbers).  A flow past
-    ``deadline`` raises :class:`IntegrationError` (a 30-digit flow of a long control can take
-    a minute; a network at 30-40 digits takes seconds at most)."""
-    with precision(dps):
-        if depth == "finite":
-            return apply(blocks, steps, X, dps=dps).end
-        return flow(blocks, steps, X, dps=dps, deadline=deadline).end
-
-
 def float_replay_check(blocks, control, X, Y, deadline: float = math.inf) -> tuple[np.ndarray, float, float]:
     """The residual (flattened, rounded to float64) of a float64 control at ``FLOW_DPS`` digits,
     the drift of its float64 replay from that image, and the float64 replay's own error
     max |image - Y|.  The control is returned as float64 when max |residual| + 2 drift is within
     tolerance: another float64 replay, twice as far from the exact flow, still passes."""
-    exact = high_precision_end(blocks, control, X, "continuous", FLOW_DPS, deadline)
-    residual, end = (exact - Y).ravel().astype(float), image(blocks, control, X, "continuous")
+    exact = CONTINUOUS.exact_image(blocks, control, X, FLOW_DPS, deadline)
+    residual, end = (exact - Y).ravel().astype(float), CONTINUOUS.image(blocks, control, X)
     if end is None:
         return residual, math.inf, math.inf
     return residual, float(np.abs((exact - end).astype(float)).max()), float(np.abs(end - Y).max())
 
 
-def exact_jacobian(blocks, pattern, z, X, depth: str, deadline: float = math.inf, dps: int | None = None) -> np.ndarray:
-    """The float64 Jacobian of the image with respect to the step sizes (finite: the layers'
-    step derivatives) or durations (continuous: the flow's exact sensitivities) z.  With
-    ``dps`` (finite depth), a network's computed at that many digits from z as given, then
-    rounded: the float64 one of a network unstable enough to need them is not even a chord's."""
-    if dps is not None and depth == "finite":
-        with precision(dps):
-            return apply(blocks, list(zip(pattern, z, strict=True)), X, dps=dps, sensitivities=True).d_steps.astype(float)
-    steps = list(zip(pattern, np.asarray(z, dtype=float), strict=True))
-    if depth == "finite":
-        return apply(blocks, steps, X, sensitivities=True).d_steps
-    return flow(blocks, steps, X, sensitivities=True, deadline=deadline).d_durations
-
-
 def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline: float = math.inf,
-                        max_iter: int = 8, depth: str = "finite", jacobian=None, r=None) -> tuple[list, float, int]:
+                        max_iter: int = 8, dyn: Dynamics = FINITE, jacobian=None, r=None) -> tuple[list, float, int]:
     """:func:`chord` on a network or control whose float64 replay is too unstable for the
     tolerance: the residual at ``dps`` digits (steps kept at ``dps`` digits; its float64
     rounding is accurate to 16 digits of itself), the step from a float64 Jacobian of the step
@@ -197,10 +157,10 @@ def refine_in_precision(blocks, pattern, h, X, Y, tol: float, dps: int, deadline
     residual at h at ``dps`` digits, which is then not computed again).  Returns the steps (as
     mpmath numbers), the last max |r| and the Jacobians used."""
     def residual(z):
-        return image_residual(blocks, pattern, z, X, Y, depth, dps, deadline)
+        return dyn.residual(blocks, pattern, z, X, Y, dps, deadline)
 
     def float_jacobian(z):
-        return jacobian(z.astype(float)) if jacobian else exact_jacobian(blocks, pattern, z, X, depth, deadline)
+        return jacobian(z.astype(float)) if jacobian else dyn.jacobian(blocks, pattern, z, X, deadline)
 
     hm, err, jacobians = chord_in_precision(residual, float_jacobian, h, tol, dps, deadline, max_iter, r)
     return [(b, t) for b, t in zip(pattern, hm, strict=True) if t != 0], err, jacobians
@@ -218,33 +178,22 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
     segment residuals at 1e-25 it cannot.
     Returns the member (as mpmath numbers), its last max |r| and the Jacobians used."""
     S, L, pattern = shoot.segments, shoot.steps, shoot.pattern()
-    depth = "continuous" if shoot.scheme == "rk4" else "finite"
+    flows = shoot.scheme == "rk4"  # a surrogate of the flows, whose exact segments are flows
 
     def residual(z):
         H, W = z[: S * L].reshape(S, L), z[S * L:].reshape((S - 1,) + shoot.X.shape)
         starts, ends = [shoot.X, *W], [*W, shoot.Y]
-        if depth == "continuous":  # the segments' flows in lock step
+        if flows:  # the segments' flows in lock step
             images = flow_batch(shoot.blocks, pattern, H, np.stack(starts), dps=dps, deadline=deadline).end
         else:
-            images = [high_precision_end(shoot.blocks, list(zip(pattern, H[s], strict=True)), starts[s], depth, dps)
+            images = [FINITE.exact_image(shoot.blocks, list(zip(pattern, H[s], strict=True)), starts[s], dps)
                       for s in range(S)]
         return np.concatenate([(images[s] - ends[s]).ravel() for s in range(S)]).astype(float)
 
     def jacobian(z):
-        return shoot.system(z.astype(float)[None], True, exact_flow=depth == "continuous")[1][0]
+        return shoot.system(z.astype(float)[None], True, exact_flow=flows)[1][0]
 
     return chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter)
-
-
-def image_residual(blocks, pattern, h, X, Y, depth, dps: int | None = None, deadline: float = math.inf) -> np.ndarray:
-    """image - target (flattened) of the steps (pattern[l], h[l]); inf on overflow.  With
-    ``dps``, the image at that many digits (:func:`high_precision_end`, which raises
-    :class:`IntegrationError` on overflow or past ``deadline``), rounded to float64."""
-    steps = list(zip(pattern, h, strict=True))
-    if dps is not None:
-        return (high_precision_end(blocks, steps, X, depth, dps, deadline) - Y).ravel().astype(float)
-    end = image(blocks, steps, X, depth)
-    return np.full(X.size, np.inf) if end is None else end.ravel() - Y.ravel()
 
 
 def chained(shoot: Shooting, x: np.ndarray) -> tuple[list[int], np.ndarray]:
@@ -278,7 +227,7 @@ def _network(shoot: Shooting, x: np.ndarray, tol: float, deadline: float, spent:
     net = layers(h)
     rounding = propagated_rounding(blocks, net, X)
     if 2 * rounding <= tol:  # else no float64 network can pass, and the float64 polish would be wasted
-        err = replay_error(blocks, net, X, Y, "finite")
+        err = FINITE.error(blocks, net, X, Y)
         if err > 0.1 * tol:
             def fit(z):
                 res = apply(blocks, list(zip(pattern, z, strict=True)), X, sensitivities=True)
@@ -287,10 +236,10 @@ def _network(shoot: Shooting, x: np.ndarray, tol: float, deadline: float, spent:
             with np.errstate(all="ignore"):  # overflowing trial steps are rejected, not reported
                 h, info = levenberg_marquardt(fit, h, tol=0.1 * tol, max_iter=30, deadline=deadline,
                                               gauss_newton_first=True,
-                                              residual_only=lambda z: image_residual(blocks, pattern, z, X, Y, "finite"))
+                                              residual_only=lambda z: FINITE.residual(blocks, pattern, z, X, Y))
             spent[0] += info["jacobians"]
             net = layers(h)
-            err, rounding = replay_error(blocks, net, X, Y, "finite"), propagated_rounding(blocks, net, X)
+            err, rounding = FINITE.error(blocks, net, X, Y), propagated_rounding(blocks, net, X)
         if err + 2 * rounding <= tol:  # another replay: at most 2 estimates away
             return net, err, None
     # Too unstable for float64: the segments first (each short, so its float64 Jacobian is
@@ -367,15 +316,15 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
     def jacobian(z):
         z = np.asarray(z, dtype=float)
         if last[0] is None or not np.array_equal(last[0], z):
-            last[:] = z, exact_jacobian(blocks, pattern, z, X, "continuous", deadline)
+            last[:] = z, CONTINUOUS.jacobian(blocks, pattern, z, X, deadline)
         return last[1]
 
     pattern, h = whole(x)
-    r0 = image_residual(blocks, pattern, h, X, Y, "continuous")
+    r0 = CONTINUOUS.residual(blocks, pattern, h, X, Y)
     gain = max(float(np.abs(r0).max()) / max(seg_err, 1e-300), 1.0)  # what the chaining amplified
     err = math.inf
     if UNIT * gain <= 0.1 * tol:  # else float64 chord steps cannot reach the tolerance
-        h, err, jac = chord(lambda z: image_residual(blocks, pattern, z, X, Y, "continuous"), jacobian, h, 0.1 * tol,
+        h, err, jac = chord(lambda z: CONTINUOUS.residual(blocks, pattern, z, X, Y), jacobian, h, 0.1 * tol,
                              deadline, r=r0)
         spent[0] += jac
     control, exact_residual, dps = list(zip(pattern, map(float, h), strict=True)), None, FLOW_DPS
@@ -399,7 +348,7 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
             return "precision"
         if min(err, float(np.abs(r0).max())) <= NEAR_CHAINED:
             control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, dps, deadline,
-                                                    depth="continuous", jacobian=jacobian)
+                                                    dyn=CONTINUOUS, jacobian=jacobian)
             spent[0] += jac
             if err <= tol:
                 return control, err, dps
@@ -409,7 +358,7 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
             pattern, h = whole(x)
     # The float64 replay is too unstable for the tolerance, or the chord stalled above it:
     # chord steps on the flow at enough digits (FLOW_DPS at least), with the same exact Jacobians.
-    control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, dps, deadline, depth="continuous",
+    control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, dps, deadline, dyn=CONTINUOUS,
                                             jacobian=jacobian, r=exact_residual if dps == FLOW_DPS else None)
     spent[0] += jac
     return (control, err, dps) if err <= tol else "chord"

@@ -55,8 +55,9 @@ import numpy as np
 
 from verify.io.errors import IntegrationError
 from verify.model.backend import UNIT
+from verify.model.dynamics import dynamics
 from verify.model.network import propagated_rounding
-from verify.search.finish import exact_jacobian, float_replay_check, image_residual
+from verify.search.finish import float_replay_check
 from verify.search.newton import chord_in_precision, levenberg_marquardt
 from verify.search.settings import Settings
 from verify.search.solution import Solution
@@ -148,21 +149,22 @@ def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) 
 
     >>> import numpy as np
     >>> from verify.model.blocks import gaussian_blocks
-    >>> from verify.search.finish import replay_error
+    >>> from verify.model.dynamics import FINITE
     >>> from verify.search.solver import solve
     >>> X, Y = np.random.default_rng(0).normal(size=(2, 1, 2, 2))
     >>> blocks = gaussian_blocks(1, 2)
     >>> sol = solve(blocks, X, Y, Settings(depth="finite", prune=5.0))
-    >>> sol.success, sol.depth < sol.pruned_from, replay_error(blocks, sol.steps, X, Y, "finite") <= 1e-10
+    >>> sol.success, sol.depth < sol.pruned_from, FINITE.error(blocks, sol.steps, X, Y) <= 1e-10
     (True, True, True)
     """
     t0, tol, dps, depth = time.perf_counter(), settings.tolerance, sol.dps, settings.depth
+    dyn = dynamics(depth)
     deadline = t0 + settings.prune
     pattern: list[int] = []  # the pattern of the control being pruned
     errors = [sol.error]  # the error of the last control kept
 
     def residual(h):
-        return image_residual(blocks, pattern, h, X, Y, depth, dps, deadline)
+        return dyn.residual(blocks, pattern, h, X, Y, dps, deadline)
 
     def correct(h, k, aim):
         """h with its entries other than k moved towards max |r| <= aim, and the max |r| reached."""
@@ -174,7 +176,7 @@ def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) 
             return out
 
         def jacobian(z):
-            return exact_jacobian(blocks, pattern, full(z), X, depth, deadline, dps)[:, free]
+            return dyn.jacobian(blocks, pattern, full(z), X, deadline, dps)[:, free]
 
         if dps is None:
             z, info = levenberg_marquardt(lambda z: (residual(full(z)), jacobian(z)), h[free], tol=aim, max_iter=12,

@@ -85,20 +85,17 @@ from verify.io.errors import InputError
 from verify.lie.invariants import check_admissible, check_blocks_move, predicted_rank
 from verify.lie.rank import FLOAT64_DIGITS, weight_digits
 from verify.model.blocks import Block
+from verify.model.dynamics import FINITE
 from verify.model.network import propagated_rounding
 from verify.search.finish import (
     HIGH_DPS,
     LOSSES,
     MAX_DPS,
     amplification,
-    exact_jacobian,
     finish_control,
     finish_network,
     float64_reach,
     high_digits,
-    high_precision_end,
-    image_residual,
-    replay_error,
 )
 from verify.search.newton import chord_in_precision
 from verify.search.pair_expansion import expansion
@@ -202,7 +199,7 @@ def _expanded_solve(blocks, X, Y, tight: list[int], settings: Settings, progress
     z_dps = high_digits(amplification(propagated_rounding(blocks, pre, X)), tol)
     if z_dps is None:
         return failed(f"the large layer (step {pre[-1][1]:.3g}) amplifies rounding past {MAX_DPS} digits")
-    Z = high_precision_end(blocks, pre, X, "finite", z_dps).astype(float)
+    Z = FINITE.exact_image(blocks, pre, X, z_dps).astype(float)
     if progress:
         progress(f"expanded tight pair(s) {tight} by one layer of block {pre[-1][0]} (step {pre[-1][1]:.3g}); "
                  "searching from there")
@@ -215,7 +212,7 @@ def _expanded_solve(blocks, X, Y, tight: list[int], settings: Settings, progress
     rounding = propagated_rounding(blocks, net, X)
     err, dps = math.inf, None
     if sol.dps is None and 2 * rounding <= tol:
-        err = replay_error(blocks, net, X, Y, "finite")
+        err = FINITE.error(blocks, net, X, Y)
     if err + 2 * rounding <= tol:
         steps = net
     else:
@@ -226,10 +223,10 @@ def _expanded_solve(blocks, X, Y, tight: list[int], settings: Settings, progress
         whole_pattern = [b for b, _ in pre] + pattern  # the parking layers, then the search's
 
         def residual(z):
-            return image_residual(blocks, whole_pattern, [t for _, t in pre] + list(z), X, Y, "finite", dps)
+            return FINITE.residual(blocks, whole_pattern, [t for _, t in pre] + list(z), X, Y, dps)
 
-        def jacobian(z):  # at dps digits too (exact_jacobian)
-            return exact_jacobian(blocks, whole_pattern, [t for _, t in pre] + list(z), X, "finite", dps=dps)[:, len(pre):]
+        def jacobian(z):  # at dps digits too
+            return FINITE.jacobian(blocks, whole_pattern, [t for _, t in pre] + list(z), X, dps=dps)[:, len(pre):]
 
         h, err, _ = chord_in_precision(residual, jacobian, h, 0.1 * tol, dps, t0 + budget, 8)
         if err > 0.1 * tol:  # stalled: the small singular values lost (chord, scaled)

@@ -44,8 +44,8 @@ from verify.lie.hall import Word, basis, counting_degree, degree
 from verify.lie.invariants import predicted_rank
 from verify.lie.rank import degree_scales
 from verify.model.blocks import Block
+from verify.model.dynamics import CONTINUOUS
 from verify.model.flow import flow
-from verify.search.finish import replay_error
 from verify.search.newton import levenberg_marquardt
 from verify.search.settings import Settings
 from verify.search.solution import Solution
@@ -171,7 +171,7 @@ def steer_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
 
     def finish(success: bool, msg: str) -> Solution:
         steps = merge(control, 1e-15)
-        err = replay_error(blocks, steps, X, Y, "continuous")
+        err = CONTINUOUS.error(blocks, steps, X, Y)
         ok = success and err <= settings.tolerance
         return Solution.of(steps, success=ok,
                            message=msg if ok or not success else f"final replay error {err:.2e} above tolerance",

@@ -20,58 +20,26 @@ from __future__ import annotations
 
 import math
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from verify.io import validate
 from verify.io.errors import IntegrationError
 from verify.io.witness import Witness, precision_label
-from verify.model.backend import UNIT, precision
-from verify.model.flow import flow
-from verify.model.network import apply, propagated_rounding, rounding_estimate
+from verify.model.backend import precision
+from verify.model.dynamics import EstimatedImage, dynamics
 from verify.verdicts import enclosure, krawczyk
 
 
-def _network_rounding(w: Witness, end: Any, unit: float) -> float:
-    """The rounding a replay of the network at ``unit`` carries to its end (estimated with
-    float64 sensitivities; the plain per-layer estimate where those overflow)."""
-    plain = rounding_estimate(len(w.steps), end, unit)
-    propagated = propagated_rounding(w.blocks_at(), w.steps_at(), w.array_at("inputs"), unit)  # inf on overflow
-    return max(plain, propagated) if math.isfinite(propagated) else plain
-
-
-@dataclass(frozen=True)
-class Image:
-    """A replay's image of the inputs (an array in the replay's arithmetic), the estimate of
-    its error (flows: the integrator's; networks: the rounding the layers propagate), and the
-    work it took (``{"taylor_steps": ...}`` for flows)."""
-
-    end: Any
-    estimate: float
-    work: dict[str, Any]
-
-
-def image(w: Witness, dps: int | None = None) -> Image:
+def image(w: Witness, dps: int | None = None) -> EstimatedImage:
     """The image of the witness's inputs under its control or network, in float64
-    (``dps=None``) or at ``dps`` digits.  Raises :class:`IntegrationError` where the arithmetic
-    cannot follow it (overflow, more Taylor steps than the cap)."""
-    # overflows are refused with a reason (flow's own check, the network's below), not warned of
+    (``dps=None``) or at ``dps`` digits, with the estimate of its error
+    (:meth:`verify.model.dynamics.Dynamics.estimated_image`).  Raises
+    :class:`IntegrationError` where the arithmetic cannot follow it (overflow, more Taylor
+    steps than the cap)."""
+    # overflows are refused with a reason (flow's own check, the network's), not warned of
     with precision(dps) if dps is not None else nullcontext(), np.errstate(all="ignore"):
-        blocks = w.blocks_at(dps)
-        X = w.array_at("inputs", dps)
-        steps = w.steps_at(dps)
-        unit = UNIT if dps is None else 10.0**-dps
-        if w.depth == "continuous":
-            res = flow(blocks, steps, X, dps=dps, propagate=True)
-            return Image(end=res.end, estimate=float(res.error_estimate), work={"taylor_steps": res.taylor_steps})
-        end = apply(blocks, steps, X, dps=dps).end
-        scale = float(np.max(np.abs(np.asarray(end, dtype=float))))
-        if not scale <= validate.MAX_MAGNITUDE:
-            raise IntegrationError(f"the network's image overflowed (max |x| = {scale:.3g} in {precision_label(dps)}); "
-                                   "its steps are too large for the data")
-        return Image(end=end, estimate=float(_network_rounding(w, end, unit)), work={})
+        return dynamics(w.depth).estimated_image(w.blocks_at(dps), w.steps_at(dps), w.array_at("inputs", dps), dps)
 
 
 def _about(w: Witness) -> dict[str, Any]:
