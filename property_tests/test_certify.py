@@ -17,19 +17,19 @@ def test_full_rank_is_certified_on_generic_data(shape, causal):
     X = np.random.default_rng(7).normal(size=shape)
     blocks = gaussian_blocks(7, shape[2], causal=causal)
     r = analyse(blocks, X)
-    if r["rank"] < r["dimension"]:
+    if r.rank < r.dimension:
         pytest.skip("causal data with N > d is not of full rank")
-    c = full_rank(blocks, X, max_degree=r["max_degree"])
+    c = full_rank(blocks, X, max_degree=r.max_degree)
     assert c["certified"], c
     assert 0 < c["sigma_min_lower"] and c["norm_I_minus_RA_upper"] < 1
     assert len(c["columns"]) == X.size
     # a lower bound of the smallest singular value of the same selected, scaled columns, and
     # so of the sigma_min the rank analysis reports
-    M, words = bracket_matrix(blocks, X, r["max_degree"])
+    M, words = bracket_matrix(blocks, X, r.max_degree)
     cols = [words.index(w) for w in c["columns"]]
     sub = M[:, cols] / np.array(c["column_scales"])
     assert c["sigma_min_lower"] <= np.linalg.svd(sub, compute_uv=False)[-1] * (1 + 1e-10)
-    assert c["sigma_min_lower"] <= r["sigma_min"] * (1 + 1e-10)
+    assert c["sigma_min_lower"] <= r.sigma_min * (1 + 1e-10)
 
 
 def test_certificate_fails_on_rank_deficient_data():

@@ -39,8 +39,8 @@ def structured(draw, causal=False, max_m=12):
 def test_full_attention_rank_equals_prediction(case):
     blocks, X = case
     r = analyse(blocks, X, max_degree=8)
-    assert r["expected_rank"] == predicted_rank(X)
-    assert r["rank"] == r["expected_rank"], r
+    assert r.expected_rank == predicted_rank(X)
+    assert r.rank == r.expected_rank, r
 
 
 @settings(max_examples=15)
@@ -51,7 +51,7 @@ def test_causal_rank_equals_prediction(case):
     if expected is None:  # coincident tokens under causal masking: no sharp prediction
         return
     r = analyse(blocks, X, max_degree=8)
-    assert r["rank"] == expected, r
+    assert r.rank == expected, r
 
 
 def test_prediction_formulas():
@@ -77,12 +77,12 @@ def test_prediction_formulas():
 def test_analysis_reports_what_decided(shape, causal):
     X = np.random.default_rng(1).normal(size=shape)
     r = analyse(gaussian_blocks(5, shape[2], causal=causal), X)
-    assert r["matches_prediction"]
-    assert r["counting_degree"] <= r["min_degree"] <= r["max_degree"]
-    if r["rank"] < r["dimension"]:
+    assert r.matches_prediction
+    assert r.counting_degree <= r.min_degree <= r.max_degree
+    if r.rank < r.dimension:
         # a deficit is never decided in float64: it is confirmed where rounding is 1e-30
-        assert r["decided_by"] != "float64"
-        assert r["first_dropped"] < noise_level(1e-30, r["words"]) and r["gap"] > 1e20
+        assert r.decided_by != "float64"
+        assert r.first_dropped < noise_level(1e-30, r.words) and r.gap > 1e20
 
 
 def test_decision_rule():
@@ -114,8 +114,8 @@ def test_weights_beyond_60_digits_are_resolved_at_more():
     # P_min > 10^-140; a deficit would need 2 w + 8.4 < 140)
     X = 8 * np.random.default_rng(1).normal(size=(1, 3, 2))
     r = analyse(gaussian_blocks(8, 2), X)
-    assert r["weight_digits"] == pytest.approx(64.6, abs=0.05)
-    assert (r["rank"], r["decided_by"], r["decisive"], r["matches_prediction"]) == (6, "140 digits", True, True)
+    assert r.weight_digits == pytest.approx(64.6, abs=0.05)
+    assert (r.rank, r.decided_by, r.decisive, r.matches_prediction) == (6, "140 digits", True, True)
 
 
 @pytest.mark.parametrize("scale, seed", [(16, 1), (1e5, 0)])
@@ -124,14 +124,14 @@ def test_saturated_attention_is_undecided(scale, seed):
     # 10^-515: a false deficit) and full rank in float64 from rounding noise (tokens ~ 1e5)
     X = scale * np.random.default_rng(seed).normal(size=(2, 2, 2))
     r = analyse(gaussian_blocks(seed + 7, 2), X)
-    assert r["weight_digits"] > MAX_DIGITS and r["saturated"]
-    assert not r["decisive"] and "attention weight" in r["undecided"]
+    assert r.weight_digits > MAX_DIGITS and r.saturated
+    assert not r.decisive and "attention weight" in r.undecided
 
 
 def test_too_few_digits_decide_nothing_and_say_so():
     # at 5 digits the noise level 1e6 u sqrt(W) exceeds every scaled singular value
     r = analyse(gaussian_blocks(0, 2), np.random.default_rng(1).normal(size=(1, 2, 2)), dps=5, max_degree=4)
-    assert not r["decisive"] and "leaves no room to decide a rank; give dps 30 or more" in r["undecided"]
+    assert not r.decisive and "leaves no room to decide a rank; give dps 30 or more" in r.undecided
 
 
 def test_a_degree_cap_below_the_counting_bound_is_undecided_not_a_deficit():
@@ -140,10 +140,10 @@ def test_a_degree_cap_below_the_counting_bound_is_undecided_not_a_deficit():
     X = np.random.default_rng(4).normal(size=(2, 2, 3))
     blocks = gaussian_blocks(0, 3)
     capped = analyse(blocks, X, max_degree=2)
-    assert capped["rank"] == capped["words"] == 3 and not capped["decisive"]
-    assert "give a max degree of at least 5" in capped["undecided"]
+    assert capped.rank == capped.words == 3 and not capped.decisive
+    assert "give a max degree of at least 5" in capped.undecided
     full = analyse(blocks, X, max_degree=5)
-    assert full["decisive"] and full["rank"] == 12 and full["undecided"] is None
+    assert full.decisive and full.rank == 12 and full.undecided is None
 
 
 @pytest.mark.parametrize("scale, decided", [(1e-20, True), (1e-300, False)])
@@ -153,8 +153,8 @@ def test_small_data_give_no_false_deficit(scale, decided):
     need: full rank at 60 digits, and beyond 150 digits' reach undecided, never a deficit."""
     X = np.random.default_rng(0).normal(size=(1, 2, 2)) * scale
     r = analyse(gaussian_blocks(0, 2), X)
-    assert r["decisive"] == decided
-    assert not r["decisive"] or r["rank"] == 4
+    assert r.decisive == decided
+    assert not r.decisive or r.rank == 4
 
 
 @settings(max_examples=8, deadline=None)
@@ -166,8 +166,8 @@ def test_rank_decisions_do_not_change_when_the_data_are_rescaled(seed, exponent)
     X, blocks = rng.normal(size=(1, 2, 2)), gaussian_blocks(seed, 2)
     base = analyse(blocks, X)
     scaled = analyse(blocks, X * 10.0**exponent)
-    assert base["decisive"]
-    assert not scaled["decisive"] or scaled["rank"] == base["rank"]
+    assert base.decisive
+    assert not scaled.decisive or scaled.rank == base.rank
 
 
 def test_uniform_attention_predicts_the_means_rank():
@@ -178,7 +178,7 @@ def test_uniform_attention_predicts_the_means_rank():
     blocks = tuple(replace(b, beta=0.0) for b in gaussian_blocks(0, 2))
     X = np.random.default_rng(0).normal(size=(3, 2, 2))
     r = analyse(blocks, X)
-    assert r["expected_rank"] == 4 and r["rank"] == 4 and r["decisive"]
+    assert r.expected_rank == 4 and r.rank == 4 and r.decisive
     X[1], X[2] = X[0][::-1], 2 * X[0]  # every mean a multiple of the first: rank 1
     r = analyse(blocks, X)
-    assert r["expected_rank"] == 2 and r["rank"] == 2 and r["decisive"]
+    assert r.expected_rank == 2 and r.rank == 2 and r.decisive

@@ -35,10 +35,10 @@ from .instances import collection
 def _rank_check(label: str, blocks, X: np.ndarray, prediction: int) -> Check:
     res = rank.analyse(blocks, X, expected=prediction)
     return check(f"necessity: {label}: rank equals the reduced prediction",
-                 abs(res["rank"] - prediction) if res["decisive"] else np.nan, 0.0,
-                 "exact prediction for the degenerate blocks (module docstring); rank decided in " + res["decided_by"],
-                 rank=res["rank"], expected_rank=prediction, dimension=res["dimension"],
-                 deficit=res["dimension"] - res["rank"], decided_by=res["decided_by"], undecided=res["undecided"])
+                 abs(res.rank - prediction) if res.decisive else np.nan, 0.0,
+                 "exact prediction for the degenerate blocks (module docstring); rank decided in " + res.decided_by,
+                 rank=res.rank, expected_rank=prediction, dimension=res.dimension,
+                 deficit=res.dimension - res.rank, decided_by=res.decided_by, undecided=res.undecided)
 
 
 def run(seed: int, shape: Sequence[int]) -> list[Check]:

@@ -48,17 +48,17 @@ def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray, *, expected:
     causal = bool(blocks[0].causal)
     prediction = predicted_rank(X, causal) if expected is None else expected
     res = rank.analyse(blocks, X, expected=prediction)
-    M = res.pop("matrix")
-    details = {k: res[k] for k in ("dimension", "rank", "expected_rank", "min_degree", "max_degree", "sigma_min",
+    M = res.matrix
+    details = {k: getattr(res, k) for k in ("dimension", "rank", "expected_rank", "min_degree", "max_degree", "sigma_min",
                                    "gap", "decided_by")}
-    details["sigma_by_degree"] = _sigma_by_degree(np.asarray(M, dtype=float) / np.asarray(res["scales"], dtype=float),
-                                                  res["max_degree"])
+    details["sigma_by_degree"] = _sigma_by_degree(np.asarray(M, dtype=float) / np.asarray(res.scales, dtype=float),
+                                                  res.max_degree)
     origin = ("exact prediction from the invariants (verify.lie.invariants); rank decided in "
-              f"{res['decided_by']} against the noise model of verify.lie.rank")
-    mismatch = abs(res["rank"] - (prediction if prediction is not None and res["decisive"] else np.nan))
-    out = [check(f"bracket rank equals prediction [{label}]", mismatch, 0.0, origin, undecided=res["undecided"], **details)]
-    if certify_full and prediction == res["dimension"] and res["rank"] == res["dimension"]:
-        cert = certify.full_rank(blocks, X, max_degree=res["max_degree"], matrix=np.asarray(M, dtype=float))
+              f"{res.decided_by} against the noise model of verify.lie.rank")
+    mismatch = abs(res.rank - (prediction if prediction is not None and res.decisive else np.nan))
+    out = [check(f"bracket rank equals prediction [{label}]", mismatch, 0.0, origin, undecided=res.undecided, **details)]
+    if certify_full and prediction == res.dimension and res.rank == res.dimension:
+        cert = certify.full_rank(blocks, X, max_degree=res.max_degree, matrix=np.asarray(M, dtype=float))
         value = cert.get("norm_I_minus_RA_upper", np.inf)
         out.append(check(f"full bracket rank certified in Arb [{label}]", value, BELOW_ONE,
                          "||I - R A||_F < 1 proves the m selected bracket columns independent (Arb enclosure)",

@@ -184,15 +184,15 @@ def _rank(args: argparse.Namespace) -> int:
     if args.dump:
         check_creatable(args.dump, "--dump", ".npz")  # np.savez would add the suffix and miss the check
     res = rank.analyse(blocks, X, max_degree=args.max_degree, dps=args.dps)
-    M = res.pop("matrix")
-    out = {k: res[k] for k in ("dimension", "rank", "expected_rank", "min_degree", "counting_degree", "max_degree",
+    M = res.matrix
+    out = {k: getattr(res, k) for k in ("dimension", "rank", "expected_rank", "min_degree", "counting_degree", "max_degree",
                                "words", "sigma_min", "first_dropped", "gap", "noise_level", "decided_by", "decisive",
                                "undecided", "weight_digits", "sigma")}
     out["invariants"] = invariants.describe(X, blocks[0].causal)
     out["certified"] = False
     if args.certify:
-        if res["rank"] == res["dimension"]:
-            cert = certify.full_rank(blocks, X, max_degree=res["max_degree"], matrix=np.asarray(M, dtype=float))
+        if res.rank == res.dimension:
+            cert = certify.full_rank(blocks, X, max_degree=res.max_degree, matrix=np.asarray(M, dtype=float))
             out["certificate"] = cert
             out["certified"] = cert["certified"]
         else:
@@ -202,10 +202,10 @@ def _rank(args: argparse.Namespace) -> int:
             out["certified"] = out["certified"] and out["gl_d"]["certified"]
     if args.dump:
         buf = io.BytesIO()
-        np.savez(buf, matrix=np.asarray(M, dtype=float), words=np.array([str_word(w) for w in basis(res["max_degree"])]))
+        np.savez(buf, matrix=np.asarray(M, dtype=float), words=np.array([str_word(w) for w in basis(res.max_degree)]))
         create_exclusive(args.dump, buf.getvalue())
-    decided = res["decisive"] or out["certified"]  # a full rank proved in Arb needs no float decision
-    ok = decided and res["matches_prediction"] and (not args.certify or out["certified"] or res["rank"] < res["dimension"])
+    decided = res.decisive or out["certified"]  # a full rank proved in Arb needs no float decision
+    ok = decided and res.matches_prediction and (not args.certify or out["certified"] or res.rank < res.dimension)
     out["undecided"] = flags(out["undecided"]) if out["undecided"] else out["undecided"]
     if args.json:
         print(report.dumps(out), end="")

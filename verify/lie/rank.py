@@ -47,7 +47,7 @@ other 100 (all with w >= 154) undecided.
 >>> from verify.model.blocks import gaussian_blocks
 >>> X = np.random.default_rng(1).normal(size=(2, 2, 2))
 >>> r = analyse(gaussian_blocks(0, 2), X)
->>> r["rank"], r["expected_rank"], r["min_degree"], r["counting_degree"]
+>>> r.rank, r.expected_rank, r.min_degree, r.counting_degree
 (8, 8, 4, 4)
 """
 
@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import mpmath
@@ -186,6 +187,50 @@ def _matrix(blocks: Sequence[Block], X: np.ndarray, K: int, dps: int | None) -> 
         return bracket_matrix(blocks, namespace("mpmath").asarray(X), K)[0]
 
 
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    """The rank decision on the bracket matrix of one degree.
+
+    ``rank`` r = #{sigma > noise_level}; ``sigma`` the singular values of the scaled columns,
+    ``sigma_min`` sigma_r (0 when r = 0), ``first_dropped`` sigma_(r+1) and ``gap`` their ratio
+    (None when nothing was dropped); ``weight_digits`` w = -log10 of the smallest attention
+    weight or logit resolution; ``decided_by`` the arithmetic ("float64" or "D digits"),
+    ``digits`` D (None for float64); ``decisive`` whether the decision rule accepted it, else
+    ``undecided`` says why and what would decide it; ``saturated``: no rank is decidable at
+    these digits; ``matrix`` (m, W) and ``scales`` (W,) the bracket columns and their scales."""
+
+    rank: int
+    sigma: list[float]
+    sigma_min: float
+    first_dropped: float | None
+    gap: float | None
+    noise_level: float
+    weight_digits: float
+    decided_by: str
+    digits: int | None
+    decisive: bool
+    undecided: str | None
+    saturated: bool
+    matrix: Any
+    scales: Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankAnalysis(Decision):
+    """:func:`analyse`'s answer: the decision at the final degree ``max_degree`` (with ``words``
+    Hall words), against ``expected_rank`` (None: no sharp prediction) in ``dimension`` m =
+    N n d; ``counting_degree`` the least degree with enough words, ``min_degree`` the least
+    whose columns already reach the rank (None below the target), ``matches_prediction``."""
+
+    dimension: int
+    expected_rank: int | None
+    counting_degree: int
+    max_degree: int
+    words: int
+    matches_prediction: bool
+    min_degree: int | None
+
+
 def analyse(
     blocks: Sequence[Block],
     X: np.ndarray,
@@ -193,7 +238,7 @@ def analyse(
     expected: int | None = None,
     max_degree: int = DEFAULT_MAX_DEGREE,
     dps: int | None = None,
-) -> dict[str, Any]:
+) -> RankAnalysis:
     """Bracket rank of X against the prediction, growing the degree until it is reached.
 
     Starts at the counting bound and adds a degree until the rank reaches ``expected``
@@ -212,28 +257,29 @@ def analyse(
     # the digits the arithmetic must hold: the smallest weight (saturation) or the logits (near-uniform)
     w = max(weight_digits(blocks, X), logit_digits(blocks, X))
     for K in range(start, max_degree + 1):
-        result = _analyse_at(blocks, X, K, dps, w)
-        if result["rank"] >= target and K >= enough or result["saturated"]:
+        decision = _analyse_at(blocks, X, K, dps, w)
+        if decision.rank >= target and K >= enough or decision.saturated:
             break
     words = list(basis(K))
-    # smallest degree whose columns already reach the final rank (prefixes of the same matrix)
-    result.update(
+    result = RankAnalysis(
+        **vars(decision),
         dimension=m,
         expected_rank=prediction,
         counting_degree=counting_degree(target),
         max_degree=K,
         words=len(words),
-        matches_prediction=prediction is not None and result["rank"] == prediction,
+        matches_prediction=prediction is not None and decision.rank == prediction,
+        # smallest degree whose columns already reach the final rank (prefixes of the same matrix)
+        min_degree=_min_degree(decision, words, target) if decision.rank >= target else None,
     )
-    result["min_degree"] = _min_degree(result, words, target) if result["rank"] >= target else None
-    if result["rank"] < target and len(words) < target and result["decisive"]:  # a cap, not a measured deficit
-        result.update(decisive=False, undecided=(
+    if result.rank < target and len(words) < target and result.decisive:  # a cap, not a measured deficit
+        result = replace(result, decisive=False, undecided=(
             f"the {len(words)} brackets up to degree {K} cannot span the {target} dimensions predicted; give a "
-            f"max degree of at least {result['counting_degree']} (max_degree), the counting bound"))
+            f"max degree of at least {result.counting_degree} (max_degree), the counting bound"))
     return result
 
 
-def _analyse_at(blocks, X, K, dps, w: float) -> dict[str, Any]:
+def _analyse_at(blocks, X, K, dps, w: float) -> Decision:
     m = int(np.prod(X.shape))
     degrees = np.array([degree(w) for w in basis(K)])
     levels = [dps] if dps is not None else [None, *ESCALATION]
@@ -269,30 +315,30 @@ def _analyse_at(blocks, X, K, dps, w: float) -> dict[str, Any]:
         undecided = (f"a singular value is within {GAP_FACTOR:g}x of the noise level at {name}, or a deficit "
                      "was measured below 20 digits; try more digits (dps)")
     gap = float(sigma[r - 1] / sigma[r]) if 0 < r < len(sigma) and sigma[r] > 0 else None
-    return {
-        "rank": r,
-        "sigma": [float(s) for s in sigma],
-        "sigma_min": float(sigma[r - 1]) if r else 0.0,
-        "first_dropped": float(sigma[r]) if r < len(sigma) else None,
-        "gap": gap,
-        "noise_level": noise_level(unit, W),
-        "weight_digits": w,
-        "decided_by": name,
-        "digits": level,
-        "decisive": undecided is None,
-        "undecided": undecided,
-        "saturated": not resolved(w, digits, W, deficit=False),  # no rank decidable at these digits
-        "matrix": M,
-        "scales": scales,
-    }
+    return Decision(
+        rank=r,
+        sigma=[float(s) for s in sigma],
+        sigma_min=float(sigma[r - 1]) if r else 0.0,
+        first_dropped=float(sigma[r]) if r < len(sigma) else None,
+        gap=gap,
+        noise_level=noise_level(unit, W),
+        weight_digits=w,
+        decided_by=name,
+        digits=level,
+        decisive=undecided is None,
+        undecided=undecided,
+        saturated=not resolved(w, digits, W, deficit=False),  # no rank decidable at these digits
+        matrix=M,
+        scales=scales,
+    )
 
 
-def _min_degree(result: dict[str, Any], words: list, target: int) -> int:
+def _min_degree(decision: Decision, words: list, target: int) -> int:
     """Smallest degree whose columns (a prefix of the matrix) already have rank ``target``."""
     degs = np.array([degree(w) for w in words])
-    level = result["digits"]
+    level = decision.digits
     unit = UNIT if level is None else 10.0**-level
-    M, scales = result["matrix"], result["scales"]
+    M, scales = decision.matrix, decision.scales
     for k in range(1, int(degs.max()) + 1):
         cols = degs <= k
         if cols.sum() < target:

@@ -29,8 +29,8 @@ replay within the tolerance, and so must a replay by other code.
   within ``NEAR_CHAINED`` of the targets gets chord steps at those digits first, and its
   segments are refined only if they fail.
 
-Each returns ``(outcome, jacobians)``: the outcome is ``(steps, error, dps)`` (``dps`` None for
-float64 steps) or the stage at which the fit was lost, a key of ``LOSSES``.
+Each returns a :class:`Finished`: the steps with their error and digits, or the stage at which
+the fit was lost (a key of ``LOSSES``), and the Jacobians it took.
 
 >>> import numpy as np
 >>> from verify.model.blocks import gaussian_blocks
@@ -41,15 +41,15 @@ float64 steps) or the stage at which the fit was lost, a key of ``LOSSES``.
 >>> from verify.model.network import apply
 >>> Y = apply(blocks, [(k % 2, t) for k, t in enumerate(h)], X).end
 >>> shoot = Shooting(blocks, X, Y, segments=1, steps=8)
->>> (steps, err, dps), jacobians = finish_network(shoot, h + 1e-12, 1e-10)
->>> len(steps), err <= 1e-10, dps
-(8, True, None)
+>>> out = finish_network(shoot, h + 1e-12, 1e-10)
+>>> len(out.steps), out.error <= 1e-10, out.dps, out.lost
+(8, True, None, None)
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -109,6 +109,20 @@ LOSSES = {
     "integration": "integrating a flow (overflow or the Taylor-step cap)",
     "deadline": "at the time budget",
 }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finished:
+    """What a finish made of a fit.  ``steps``: the control or network (float64 numbers, or
+    mpmath numbers at ``dps`` digits), ``error`` its max |image - target| there; or, when the
+    fit was lost, ``lost``: the stage (a key of ``LOSSES``) and no steps.  ``jacobians``: those
+    the finish took."""
+
+    steps: list[tuple[int, Any]] = field(default_factory=list)
+    error: float = math.inf
+    dps: int | None = None
+    lost: str | None = None
+    jacobians: int = 0
 
 
 def amplification(rounding: float) -> float:
@@ -202,22 +216,22 @@ def chained(shoot: Shooting, x: np.ndarray) -> tuple[list[int], np.ndarray]:
     return shoot.pattern() * shoot.segments, x[: shoot.segments * shoot.steps].copy()
 
 
-def finish_network(shoot: Shooting, x: np.ndarray, tol: float, deadline: float = math.inf) -> tuple[Any, int]:
+def finish_network(shoot: Shooting, x: np.ndarray, tol: float, deadline: float = math.inf) -> Finished:
     """The segments of member x chained into one network; when the chaining amplified the
     segment residuals past tolerance / 10, Gauss-Newton on the whole network (exact Jacobians),
     so that a replay by other code has room.  A network is kept only if its error plus twice
     the rounding its layers propagate (:func:`verify.model.network.propagated_rounding`: ours and
     another replay each within one estimate of the exact image) is within tolerance; otherwise
-    it is refined at :func:`high_digits` digits, its segments first.  Returns the outcome (see
-    the module docstring) and the Jacobians used."""
+    it is refined at :func:`high_digits` digits, its segments first."""
     spent = [0]
     try:
-        return _network(shoot, x, tol, deadline, spent), spent[0]
+        out = _network(shoot, x, tol, deadline, spent)
     except IntegrationError:
-        return "integration", spent[0]
+        out = Finished(lost="integration")
+    return replace(out, jacobians=spent[0])
 
 
-def _network(shoot: Shooting, x: np.ndarray, tol: float, deadline: float, spent: list[int]) -> Any:
+def _network(shoot: Shooting, x: np.ndarray, tol: float, deadline: float, spent: list[int]) -> Finished:
     blocks, X, Y = shoot.blocks, shoot.X, shoot.Y
     pattern, h = chained(shoot, x)
 
@@ -241,24 +255,24 @@ def _network(shoot: Shooting, x: np.ndarray, tol: float, deadline: float, spent:
             net = layers(h)
             err, rounding = FINITE.error(blocks, net, X, Y), propagated_rounding(blocks, net, X)
         if err + 2 * rounding <= tol:  # another replay: at most 2 estimates away
-            return net, err, None
+            return Finished(steps=net, error=err)
     # Too unstable for float64: the segments first (each short, so its float64 Jacobian is
     # good), at enough digits and far below what the chaining amplifies, then the whole network.
     gain = amplification(rounding)
     dps = high_digits(gain, tol)
     if dps is None:
-        return "precision"
+        return Finished(lost="precision")
     xm, _, jac = refine_segments_in_precision(shoot, x, 1e-3 * tol / gain, dps, deadline)
     spent[0] += jac
     net, err, jac = refine_in_precision(blocks, pattern, xm[: len(pattern)], X, Y, 0.1 * tol, dps, deadline)
     spent[0] += jac
     if err + 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in net], X, 10.0**-dps) > tol:
-        return "chord"
-    return net, err, dps
+        return Finished(lost="chord")
+    return Finished(steps=net, error=err, dps=dps)
 
 
 def finish_control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool = False, acceleration: float = 0.75,
-                   deadline: float = math.inf) -> tuple[Any, int]:
+                   deadline: float = math.inf) -> Finished:
     """Member x of an RK4 surrogate (``shoot.scheme == "rk4"``), solved to 1e-3, finished as
     a control: Levenberg-Marquardt on this member (plain steps, then accelerated ones with
     ``acceleration`` if they stall) on RK4 steps of half, a quarter and an eighth the size to
@@ -268,17 +282,17 @@ def finish_control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool = F
     durations negated: the inverse flow); chord steps on the whole control when the chaining
     amplified the residual past tolerance / 10, in float64 and, if that stalls above the
     tolerance or the replay is too unstable, at FLOW_DPS digits or more (after the segments at
-    those digits, where float64 cannot remove what the chaining amplified).  Returns the
-    outcome (see the module docstring) and the Jacobians used."""
+    those digits, where float64 cannot remove what the chaining amplified)."""
     spent = [0]
     try:
-        return _control(shoot, x, tol, reverse, acceleration, deadline, spent), spent[0]
+        out = _control(shoot, x, tol, reverse, acceleration, deadline, spent)
     except IntegrationError:
-        return "integration", spent[0]
+        out = Finished(lost="integration")
+    return replace(out, jacobians=spent[0])
 
 
 def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, acceleration: float, deadline: float,
-             spent: list[int]) -> Any:
+             spent: list[int]) -> Finished:
     blocks = shoot.blocks
     X, Y = (shoot.Y, shoot.X) if reverse else (shoot.X, shoot.Y)
     fine = shoot
@@ -292,7 +306,7 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
             if refit.found is not None or refit.timed_out:
                 break
         if refit.found is None:  # a refit that stopped short of the deadline was lost to it
-            return "deadline" if refit.timed_out else "refit"
+            return Finished(lost="deadline" if refit.timed_out else "refit")
         x = refit.found
     reach = float64_reach(X, Y)
     x, seg_err, jac = chord(lambda z: shoot.system(z[None], exact_flow=True)[0][0],
@@ -300,7 +314,7 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
                              max(0.01 * tol, 0.1 * reach), deadline)
     spent[0] += jac
     if seg_err > max(0.1 * tol, reach):  # below float64's reach the segments are refined in precision
-        return "segments"
+        return Finished(lost="segments")
 
     def whole(x):
         """The segments chained into one control, reversed for the inverse problem, merged."""
@@ -331,10 +345,10 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
     if err <= tol:
         exact_residual, drift, _ = float_replay_check(blocks, control, X, Y, deadline)
         if float(np.abs(exact_residual).max()) + 2 * drift <= tol:
-            return control, err, None
+            return Finished(steps=control, error=err)
         dps = high_digits(amplification(drift), tol, FLOW_DPS)
         if dps is None:
-            return "precision"
+            return Finished(lost="precision")
     else:
         # The chaining amplified the segment residuals too far for float64 chord steps, or
         # they stalled above tolerance; steps on the whole control from far off overshoot
@@ -345,13 +359,13 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
         # (NEAR_CHAINED): then chord steps on it at those digits come first.
         dps = high_digits(gain, tol, FLOW_DPS)
         if dps is None:
-            return "precision"
+            return Finished(lost="precision")
         if min(err, float(np.abs(r0).max())) <= NEAR_CHAINED:
             control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, dps, deadline,
                                                     dyn=CONTINUOUS, jacobian=jacobian)
             spent[0] += jac
             if err <= tol:
-                return control, err, dps
+                return Finished(steps=control, error=err, dps=dps)
         x, _, jac = refine_segments_in_precision(shoot, x, 1e-3 * tol / gain, dps, deadline)
         spent[0] += jac
         with precision(dps):
@@ -361,4 +375,4 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
     control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, dps, deadline, dyn=CONTINUOUS,
                                             jacobian=jacobian, r=exact_residual if dps == FLOW_DPS else None)
     spent[0] += jac
-    return (control, err, dps) if err <= tol else "chord"
+    return Finished(steps=control, error=err, dps=dps) if err <= tol else Finished(lost="chord")

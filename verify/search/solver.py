@@ -91,6 +91,7 @@ from verify.search.finish import (
     HIGH_DPS,
     LOSSES,
     MAX_DPS,
+    Finished,
     amplification,
     finish_control,
     finish_network,
@@ -285,11 +286,11 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
 
     def finish(k, x):
         sh = shootings[k]
-        out, spent = (finish_network(sh, x, tol, deadline) if finite
-                      else finish_control(sh, x, tol, backward[k], settings.acceleration, deadline))
-        extra_jacobians[0] += spent
-        if isinstance(out, str):  # the stage at which the fit was lost
-            lost["deadline" if time.perf_counter() >= deadline else out] += 1
+        out = (finish_network(sh, x, tol, deadline) if finite
+               else finish_control(sh, x, tol, backward[k], settings.acceleration, deadline))
+        extra_jacobians[0] += out.jacobians
+        if out.lost:
+            lost["deadline" if time.perf_counter() >= deadline else out.lost] += 1
             return None
         reversed_control[0] = backward[k]
         return out
@@ -326,7 +327,8 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         if rec.found is not None:
             break
     rec = done
-    steps, err, dps = rec.found or ([], math.inf, None)
+    found = rec.found or Finished()
+    steps, err, dps = found.steps, found.error, found.dps
     ok = err <= tol
     out_of_time = rec.timed_out or time.perf_counter() >= deadline  # the search stops short of a deadline it would pass
     why = (f"not found within {settings.time_budget:.3g} s ({rec.starts} start(s))" if out_of_time
