@@ -16,9 +16,10 @@ from verify.model.attention import field, field_and_jacobian, field_jet, jacobia
 from verify.model.flow import flow
 from verify.model.network import apply, apply_batch
 from verify.model.rk4 import integrate_batch
-from verify.search import shooting as shooting_module
+from verify.search import population as population_module
 from verify.search.newton import damped_step
-from verify.search.shooting import Shooting, population_lm, shooting_step
+from verify.search.population import population_lm
+from verify.search.shooting import Shooting, shooting_step
 
 from . import independent
 from .benchmarks.bench_models import BoundedSteps
@@ -236,7 +237,7 @@ def _ticking(monkeypatch, jacobian: float, trial: float) -> tuple[list[float], t
     """A clock for verify.search.shooting, and a Shooting whose evaluations advance it: by
     ``jacobian`` seconds per member evaluated with sensitivities, by ``trial`` per call without."""
     clock = [0.0]
-    monkeypatch.setattr(shooting_module, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(population_module, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
 
     @dataclass(frozen=True)
     class Ticking(Shooting):

@@ -60,7 +60,8 @@ from verify.model.dynamics import CONTINUOUS, FINITE, Dynamics
 from verify.model.flow import flow_batch
 from verify.model.network import apply, propagated_rounding
 from verify.search.newton import chord, chord_in_precision, levenberg_marquardt
-from verify.search.shooting import Shooting, population_lm
+from verify.search.population import population_lm
+from verify.search.shooting import Shooting
 from verify.search.steps import merge
 
 # Jacobians per refit of the RK4 surrogate on halved steps (measured: docs/solver-reach.md).

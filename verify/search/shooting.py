@@ -13,9 +13,8 @@ of the maps a single control would, so the fit is far less nonlinear: on Gaussia
 with m = 8 (finite depth, 80 layers) single Levenberg-Marquardt starts succeeded 2 times in
 20, two-segment starts 8 times in 12 (issue 4 notes).  S = 1 is plain single shooting.
 
-:func:`population_lm` runs many Levenberg-Marquardt members in lock step (one batched network
-evaluation serves all of them) and replaces a member that stalls by a fresh start, seeded by its
-start index, so a run with a work budget is deterministic.
+:func:`shooting_solver` solves the damped normal equations of many members at once, block by
+block; :mod:`verify.search.population` runs them in lock step.
 
 >>> import numpy as np
 >>> from verify.model.blocks import gaussian_blocks
@@ -30,11 +29,8 @@ start index, so a run with a work budget is deterministic.
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -43,7 +39,7 @@ from verify.model.flow import flow_batch
 from verify.model.network import apply_batch, curvature_batch
 from verify.model.rk4 import curvature_batch as rk4_curvature_batch
 from verify.model.rk4 import integrate_batch
-from verify.search.newton import DAMPING_CEILING, DAMPING_START, damping_down, damping_up, solve_or_nan
+from verify.search.newton import solve_or_nan
 
 START_STATES = ("path", "images")  # how :meth:`Shooting.fresh` places the intermediate states
 
@@ -253,165 +249,3 @@ def shooting_solver(parts, lam: np.ndarray) -> Callable[[np.ndarray], np.ndarray
         return np.concatenate([dh.reshape(P, S * L), dW.reshape(P, (S - 1) * m)], axis=1)
 
     return step
-
-
-@dataclass
-class PopulationRecord:
-    """What :func:`population_lm` did: starts drawn, Jacobians computed (member-evaluations),
-    the best max |r| seen, the member it returned (None when none converged), and whether it
-    stopped at its deadline (rather than for want of starts)."""
-
-    starts: int = 0
-    jacobians: int = 0
-    best: float = math.inf
-    found: Any = None
-    timed_out: bool = False
-
-
-def population_lm(
-    shootings: Sequence[Shooting],
-    *,
-    size: int,
-    start: Callable[[int, int], np.ndarray],
-    tol: float,
-    max_iter: int,
-    max_starts: int,
-    deadline: float = math.inf,
-    finish: Callable[[int, np.ndarray], Any] | None = None,
-    patience: int = 0,
-    acceleration: float = 0.0,
-    report: Callable[[PopulationRecord], None] | None = None,
-) -> PopulationRecord:
-    """Levenberg-Marquardt (minimum-norm steps, :func:`shooting_step`: the step of
-    :func:`verify.search.newton.damped_step` without assembling the Jacobian) on ``size``
-    members in lock step, one such population for each shooting k (``start(k, index)`` draws
-    a member, ``finish(k, x)`` polishes one), the populations stepped in turn, one iteration
-    each: several shootings pose one problem in several ways (the solver's second one in
-    continuous depth is the inverse problem, targets to inputs).  A member whose max |r|
-    reaches ``tol`` is handed to ``finish`` (None means it failed) and the first that finishes
-    is returned; a member that has used ``max_iter`` Jacobians, whose damping passes 1e12 or
-    that finished without success is replaced by a fresh start while fewer than
-    ``max_starts`` starts of its shooting were drawn.  With ``patience`` p > 0, a member whose
-    max |r| has not halved over its last p Jacobians is replaced too.  The record counts the
-    starts and Jacobians of all populations; ``found`` is what ``finish`` returned.
-
-    With ``acceleration`` alpha > 0 each step v is corrected by geodesic acceleration
-    (Transtrum and Sethna, arXiv:1201.5885): a = the same damped solve applied to the residuals'
-    second directional derivative along v (:meth:`Shooting.curvature`, exact), the trial is
-    x + v + a / 2, and a trial with 2 |a| > alpha |v| is rejected like one that does not lower
-    the cost.  The correction follows the curved valleys that long networks make, where plain
-    steps shrink to the straight chord; alpha = 0 is plain Levenberg-Marquardt."""
-    records = [PopulationRecord() for _ in shootings]
-    runs = [_population(sh, records[k], size, lambda i, k=k: start(k, i), tol, max_iter, max_starts, deadline,
-                        None if finish is None else lambda x, k=k: finish(k, x), patience, acceleration)
-            for k, sh in enumerate(shootings)]
-    total = PopulationRecord()
-    while runs:
-        for run in list(runs):
-            if next(run, None) is None:
-                runs.remove(run)
-            total = PopulationRecord(sum(r.starts for r in records), sum(r.jacobians for r in records),
-                                     min(r.best for r in records), next((r.found for r in records if r.found is not None), None),
-                                     any(r.timed_out for r in records))
-            if total.found is not None:
-                return total
-            if report:
-                report(total)
-    return total
-
-
-def _population(shooting, rec, size, start, tol, max_iter, max_starts, deadline, finish, patience, acceleration):
-    """One population of :func:`population_lm`, recorded in ``rec``: a generator that yields
-    True after each iteration and ends when a member finished (``rec.found``), when no member
-    is left or at the deadline.  Neither an iteration nor a chunk of fresh members is begun
-    that would end past the deadline at the cost of the last one (the first iteration's is
-    taken to be a Jacobian per member, which can fall short): at m = 128 a step of 16 members
-    takes about 10 s, so an unguarded step overran the budget by half (docs/solver-reach.md)."""
-    per = 0.0  # the most seconds a member's draw and Jacobian took
-
-    def members(count: int):
-        """Up to ``count`` fresh members, their residuals and their Jacobians, drawn and
-        evaluated in chunks of 1, 2, 4, ... members while the next chunk, at ``per`` a member,
-        ends by the deadline; None if not even the first could begin."""
-        nonlocal per
-        parts, got = [], 0
-        while got < count:
-            k, now = min(2 ** len(parts), count - got), time.perf_counter()
-            if now + per * k >= deadline:
-                rec.timed_out = True
-                break
-            xk = np.array([start(rec.starts + i) for i in range(k)])
-            rec.starts += k
-            rec.jacobians += k
-            rk, (Hk, Dk) = shooting.parts(xk, sensitivities=True)
-            per = max(per, (time.perf_counter() - now) / k)
-            parts.append((xk, rk, Hk, Dk))
-            got += k
-        return tuple(np.concatenate(a) for a in zip(*parts, strict=True)) if parts else None
-
-    first = members(min(size, max_starts))
-    if first is None:
-        return
-    x, r, H, D = first
-    lam, iters = np.full(len(x), DAMPING_START), np.ones(len(x), dtype=int)
-    mark, due_at = np.abs(r).max(axis=1), np.full(len(x), 1 + patience)  # max |r| at the last check, next check
-    spent = per * len(x)  # seconds the last iteration's step took (at first: a Jacobian per member)
-    while len(x):
-        if time.perf_counter() + spent >= deadline:
-            rec.timed_out = True
-            return
-        rmax = np.abs(r).max(axis=1)
-        rmax[~np.isfinite(rmax)] = math.inf
-        rec.best = min(rec.best, float(rmax.min()))
-        done = np.flatnonzero(rmax <= tol)
-        failed = []
-        for j in done:
-            out = finish(x[j]) if finish else x[j]
-            if out is not None:
-                rec.found = out
-                return
-            failed.append(j)
-        finite_jacobian = np.isfinite(H).all(axis=(1, 2, 3)) & np.isfinite(D).all(axis=(1, 2, 3, 4))
-        stalled = (iters >= max_iter) | (lam > DAMPING_CEILING) | ~np.isfinite(rmax) | ~finite_jacobian
-        if patience:
-            due = iters >= due_at
-            stalled |= due & (rmax > 0.5 * mark)
-            mark, due_at = np.where(due, rmax, mark), np.where(due, iters + patience, due_at)
-        dead = np.union1d(np.flatnonzero(stalled), failed).astype(int)
-        if dead.size:
-            fresh = members(min(dead.size, max_starts - rec.starts))
-            new = 0 if fresh is None else len(fresh[0])
-            if new:
-                idx = dead[:new]
-                x[idx], r[idx], H[idx], D[idx] = fresh
-                lam[idx], iters[idx] = DAMPING_START, 1
-                mark[idx], due_at[idx] = np.abs(r[idx]).max(axis=1), 1 + patience
-            keep = np.setdiff1d(np.arange(len(x)), dead[new:])
-            x, r, H, D, lam, iters = x[keep], r[keep], H[keep], D[keep], lam[keep], iters[keep]
-            mark, due_at = mark[keep], due_at[keep]
-            if not len(x):
-                break
-        began = time.perf_counter()
-        cost = np.einsum("pi,pi->p", r, r)
-        solver = shooting_solver((H, D), lam)
-        step = solver(r)
-        bounded = np.ones(len(x), dtype=bool)
-        if acceleration:
-            accel = solver(shooting.curvature(x, step))
-            with np.errstate(over="ignore", invalid="ignore"):  # an overflowing correction is rejected below
-                bounded = 2 * np.linalg.norm(accel, axis=1) <= acceleration * np.linalg.norm(step, axis=1)
-            step = step + 0.5 * accel
-        trial = x + step
-        r_trial, _ = shooting.parts(trial)
-        cost_trial = np.einsum("pi,pi->p", r_trial, r_trial)
-        better = np.isfinite(cost_trial) & (cost_trial < cost) & bounded
-        lam[~better] = damping_up(lam[~better])
-        acc = np.flatnonzero(better)
-        if acc.size:
-            x[acc] = trial[acc]
-            r[acc], (H[acc], D[acc]) = shooting.parts(x[acc], sensitivities=True)
-            rec.jacobians += acc.size
-            lam[acc] = damping_down(lam[acc])
-            iters[acc] += 1
-        spent = time.perf_counter() - began
-        yield True

@@ -45,7 +45,7 @@ invariant forbids:
   durations (``scale`` 2) on two RK4 steps per control step (``settings.CONTINUOUS_PHASES``); the
   phases after the first key their starts ``[seed, index, 0 or 1, phase]``.
   Every population step is corrected by geodesic acceleration (``acceleration``, see
-  :func:`verify.search.shooting.population_lm`).  ``steps_per_dim=10, segments=1, population=1,
+  :func:`verify.search.population.population_lm`).  ``steps_per_dim=10, segments=1, population=1,
   max_starts=1, max_iter=300, acceleration=0, states="path", directions=("forward",)`` is the
   plain single-start Levenberg-Marquardt fit, the benchmark's baseline.
 * ``steer``: bracket steering along the path to the targets (:mod:`verify.search.steering`): each move
@@ -100,10 +100,11 @@ from verify.search.finish import (
 )
 from verify.search.newton import chord_in_precision
 from verify.search.pair_expansion import expansion
+from verify.search.population import PopulationRecord, population_lm
 from verify.search.pruning import prune_found
 from verify.search.settings import DEPTH_DEFAULTS, STATES, Settings, resolve, valid_phase
 from verify.search.shape_speed import minimal_duration, minimal_step_total, shape_speeds, slowest
-from verify.search.shooting import PopulationRecord, Shooting, population_lm
+from verify.search.shooting import Shooting
 from verify.search.solution import Solution
 from verify.search.steering import steer_solve
 
