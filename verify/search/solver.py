@@ -82,14 +82,13 @@ import numpy as np
 
 from verify.io import validate
 from verify.io.errors import InputError
-from verify.lie.invariants import check_admissible, check_blocks_move, predicted_rank
-from verify.lie.rank import FLOAT64_DIGITS, weight_digits
+from verify.lie.invariants import check_admissible, check_blocks_move
 from verify.model.blocks import Block
 from verify.model.dynamics import FINITE
 from verify.model.network import propagated_rounding
+from verify.search.diagnosis import not_found
 from verify.search.finish import (
     HIGH_DPS,
-    LOSSES,
     MAX_DPS,
     Finished,
     amplification,
@@ -103,7 +102,7 @@ from verify.search.pair_expansion import expansion
 from verify.search.population import PopulationRecord, population_lm
 from verify.search.pruning import prune_found
 from verify.search.settings import DEPTH_DEFAULTS, STATES, Settings, resolve, valid_phase
-from verify.search.shape_speed import minimal_duration, minimal_step_total, shape_speeds, slowest
+from verify.search.shape_speed import shape_speeds
 from verify.search.shooting import Shooting
 from verify.search.solution import Solution
 from verify.search.steering import steer_solve
@@ -270,8 +269,8 @@ def start(shoot: Shooting, settings: Settings, index: int, backward: bool = Fals
 def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     t0 = time.perf_counter()
     deadline = t0 + settings.time_budget
-    m, finite = X.size, settings.depth == "finite"
-    total = max(1, min(round(settings.steps_per_dim * m), settings.max_depth))
+    finite = settings.depth == "finite"
+    total = max(1, min(round(settings.steps_per_dim * X.size), settings.max_depth))
     S = settings.segments if settings.segments is not None else math.ceil(total / settings.segment_steps)
     S = max(1, min(S, total))
     shoot = Shooting(blocks, X, Y, S, total // S, 1, "euler" if finite else "rk4")
@@ -281,12 +280,9 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     search_tol = max(0.1 * tol, float64_reach(X, Y)) if finite else 1e-3
     extra_jacobians = [0]  # those of the finishes
     reversed_control = [False]
-    shootings: list[Shooting] = []  # those of the phase being searched
-
     lost: Counter[str] = Counter()  # fits that reached the search tolerance and were lost, by stage (LOSSES)
 
-    def finish(k, x):
-        sh = shootings[k]
+    def finish(sh, k, x):
         out = (finish_network(sh, x, tol, deadline) if finite
                else finish_control(sh, x, tol, backward[k], settings.acceleration, deadline))
         extra_jacobians[0] += out.jacobians
@@ -296,6 +292,29 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         reversed_control[0] = backward[k]
         return out
 
+    keys: list[list[int]] = []  # the generator keys of the starts drawn, in order
+    rec = _phases(shoot, settings, backward, search_tol, t0, finish, progress, keys)
+    found = rec.found or Finished()
+    ok = found.error <= tol
+    out_of_time = rec.timed_out or time.perf_counter() >= deadline  # the search stops short of a deadline it would pass
+    why = (f"not found within {settings.time_budget:.3g} s ({rec.starts} start(s))" if out_of_time
+           else f"not found: all {rec.starts} start(s) stalled")
+    how = ", reversing a control of the inverse problem" if reversed_control[0] else ""
+    msg = (f"reached the targets after {rec.starts} start(s){how}" if ok
+           else not_found(blocks, X, Y, why=why, segments=S, best=rec.best, finite=finite, steps=total, lost=lost,
+                          search_tol=search_tol))
+    return Solution.of(found.steps, success=ok, message=msg, error=found.error, moves=rec.starts,
+                       jacobians=rec.jacobians + extra_jacobians[0], wall_time=time.perf_counter() - t0,
+                       settings=asdict(settings), seeds=keys, dps=found.dps, lost=dict(lost))
+
+
+def _phases(shoot: Shooting, settings: Settings, backward: list[bool], search_tol: float, t0: float,
+            finish: Callable, progress: Callable[[str], None] | None, keys: list) -> PopulationRecord:
+    """The search's phases in turn (module docstring), each a population fit with its share of
+    the time budget and of ``max_starts``, of the problem and (``backward``) its inverse, until
+    one hands ``finish(shooting, k, member)`` a member it finishes.  The keys of the starts
+    drawn are appended to ``keys``; returns the record over the phases searched."""
+    finite, deadline = shoot.scheme == "euler", t0 + settings.time_budget
     last = [t0]
     done = PopulationRecord()  # the phases searched before this one
 
@@ -305,15 +324,14 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
             progress(f"{done.starts + rec.starts} starts, {done.jacobians + rec.jacobians} Jacobians: "
                      f"best max |residual| = {min(done.best, rec.best):.2e}")
 
-    keys = []  # the generator keys of the starts drawn, in order
     share = 0.0
     for p, phase in enumerate(settings.phases):
         share += phase["share"]
         phase_settings = replace(settings, **{k: v for k, v in phase.items() if k not in ("share", "substeps")})
         sh = replace(shoot, substeps=1 if finite else phase.get("substeps", settings.substeps))
-        shootings[:] = [replace(sh, X=Y, Y=X) if b else sh for b in backward]
+        shootings = [replace(sh, X=sh.Y, Y=sh.X) if b else sh for b in backward]
 
-        def draw(k, i, p=p, phase_settings=phase_settings):
+        def draw(k, i, p=p, phase_settings=phase_settings, shootings=shootings):
             keys.append(start_key(settings.seed, i, backward[k], p))
             return start(shootings[k], phase_settings, i, backward[k], p)
 
@@ -322,49 +340,10 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
                             tol=search_tol, max_iter=settings.max_iter,
                             max_starts=max(1, math.ceil(phase["share"] * settings.max_starts)),
                             deadline=deadline if last_phase else min(deadline, t0 + share * settings.time_budget),
-                            finish=finish, patience=settings.patience, acceleration=settings.acceleration, report=report)
+                            finish=lambda k, x, shootings=shootings: finish(shootings[k], k, x),
+                            patience=settings.patience, acceleration=settings.acceleration, report=report)
         done = PopulationRecord(done.starts + rec.starts, done.jacobians + rec.jacobians, min(done.best, rec.best), rec.found,
                                 rec.timed_out)
         if rec.found is not None:
             break
-    rec = done
-    found = rec.found or Finished()
-    steps, err, dps = found.steps, found.error, found.dps
-    ok = err <= tol
-    out_of_time = rec.timed_out or time.perf_counter() >= deadline  # the search stops short of a deadline it would pass
-    why = (f"not found within {settings.time_budget:.3g} s ({rec.starts} start(s))" if out_of_time
-           else f"not found: all {rec.starts} start(s) stalled")
-    how = ", reversing a control of the inverse problem" if reversed_control[0] else ""
-    if ok:
-        msg = f"reached the targets after {rec.starts} start(s){how}"
-    else:
-        speed, where, index = slowest(blocks, X, Y)
-        best = (f"best max |residual| of the {S}-segment fit = {rec.best:.2e}" if math.isfinite(rec.best)
-                else f"the {S}-segment fit recorded no finite residual (the budget ended before its first "
-                     "iteration, or every residual overflowed)")
-        msg = (f"{why}; {best}; the slowest sequence, {where} "
-               f"{index}, has shape speed {speed:.2g} (verify.search.shape_speed: a slow sequence needs a long control to "
-               "change its shape)")
-        if not any(b.causal for b in blocks):  # the diameter bounds assume full attention
-            if finite:
-                bound = minimal_step_total(blocks, X, Y)
-                msg += f"; every network from the inputs to the targets has total |step| at least {bound:.3g}"
-            else:
-                msg += f"; every control from the inputs to the targets lasts at least {minimal_duration(blocks, X, Y):.3g}"
-        for which, Z in (("inputs", X), ("targets", Y)):
-            w = weight_digits(blocks, Z)
-            if w > FLOAT64_DIGITS:
-                msg += (f"; softmax saturates on the {which} (smallest attention weight 10^-{w:.3g}, below float64's "
-                        "resolution): rescale the data towards |x| ~ 1")
-        free = predicted_rank(X, bool(blocks[0].causal))  # the dimensions the targets can move in
-        free = m if free is None else free
-        if total < free:
-            msg += (f"; the controls searched have {total} steps (max_depth, steps_per_dim), but the targets move in "
-                    f"{free} dimensions and the images of {total} steps form a set of dimension at most {total}: "
-                    f"allow at least {free}")
-        if lost:
-            msg += (f"; {lost.total()} fit(s) reached {search_tol:.0e} and were lost in the finish: "
-                    + ", ".join(f"{c} {LOSSES[k]}" for k, c in lost.most_common()))
-    return Solution.of(steps, success=ok, message=msg, error=err, moves=rec.starts,
-                       jacobians=rec.jacobians + extra_jacobians[0], wall_time=time.perf_counter() - t0,
-                       settings=asdict(settings), seeds=keys, dps=dps, lost=dict(lost))
+    return done
