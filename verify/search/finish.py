@@ -217,6 +217,16 @@ def chained(shoot: Shooting, x: np.ndarray) -> tuple[list[int], np.ndarray]:
     return shoot.pattern() * shoot.segments, x[: shoot.segments * shoot.steps].copy()
 
 
+def _whole(shoot: Shooting, x: np.ndarray, reverse: bool) -> tuple[list[int], np.ndarray]:
+    """The segments of member x chained into one control, reversed for the inverse problem
+    (Y to X reversed is X to Y), consecutive steps of a block merged."""
+    pattern, h = chained(shoot, x)
+    if reverse:
+        pattern, h = pattern[::-1], -h[::-1]
+    steps = merge(list(zip(pattern, h, strict=True)), 0.0)
+    return [b for b, _ in steps], np.array([t for _, t in steps])
+
+
 def finish_network(shoot: Shooting, x: np.ndarray, tol: float, deadline: float = math.inf) -> Finished:
     """The segments of member x chained into one network; when the chaining amplified the
     segment residuals past tolerance / 10, Gauss-Newton on the whole network (exact Jacobians),
@@ -294,10 +304,25 @@ def finish_control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool = F
 
 def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, acceleration: float, deadline: float,
              spent: list[int]) -> Finished:
-    blocks = shoot.blocks
     X, Y = (shoot.Y, shoot.X) if reverse else (shoot.X, shoot.Y)
+    x = _refit(shoot, x, acceleration, deadline, spent)
+    if isinstance(x, Finished):
+        return x
+    reach = float64_reach(X, Y)
+    x, seg_err, jac = chord(lambda z: shoot.system(z[None], exact_flow=True)[0][0],
+                             lambda z: shoot.system(z[None], True, exact_flow=True)[1][0], x,
+                             max(0.01 * tol, 0.1 * reach), deadline)
+    spent[0] += jac
+    if seg_err > max(0.1 * tol, reach):  # below float64's reach the segments are refined in precision
+        return Finished(lost="segments")
+    return _chained_control(shoot, x, seg_err, X, Y, tol, reverse, deadline, spent)
+
+
+def _refit(shoot: Shooting, x: np.ndarray, acceleration: float, deadline: float, spent: list[int]) -> np.ndarray | Finished:
+    """Member x refitted on RK4 steps of half, a quarter and an eighth the size (the RK4 error
+    falls about tenfold each time), or where it was lost."""
     fine = shoot
-    for _ in range(3):  # RK4 steps halved three times: its error falls about tenfold each time
+    for _ in range(3):
         fine = replace(shoot, substeps=2 * fine.substeps)
         for a in dict.fromkeys(REFIT_ACCELERATIONS + (acceleration,)):
             refit = population_lm([fine], size=1, start=lambda _k, _i, x=x: x.copy(), tol=1e-8,
@@ -309,22 +334,14 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
         if refit.found is None:  # a refit that stopped short of the deadline was lost to it
             return Finished(lost="deadline" if refit.timed_out else "refit")
         x = refit.found
-    reach = float64_reach(X, Y)
-    x, seg_err, jac = chord(lambda z: shoot.system(z[None], exact_flow=True)[0][0],
-                             lambda z: shoot.system(z[None], True, exact_flow=True)[1][0], x,
-                             max(0.01 * tol, 0.1 * reach), deadline)
-    spent[0] += jac
-    if seg_err > max(0.1 * tol, reach):  # below float64's reach the segments are refined in precision
-        return Finished(lost="segments")
+    return x
 
-    def whole(x):
-        """The segments chained into one control, reversed for the inverse problem, merged."""
-        pattern, h = chained(shoot, x)
-        if reverse:  # Y to X: reversed, X to Y
-            pattern, h = pattern[::-1], -h[::-1]
-        steps = merge(list(zip(pattern, h, strict=True)), 0.0)
-        return [b for b, _ in steps], np.array([t for _, t in steps])
 
+def _chained_control(shoot: Shooting, x: np.ndarray, seg_err: float, X: np.ndarray, Y: np.ndarray, tol: float,
+                     reverse: bool, deadline: float, spent: list[int]) -> Finished:
+    """The segments of member x (within ``seg_err`` on the exact flows) chained into one
+    control from X to Y and polished (:func:`finish_control`, from the chaining on)."""
+    blocks = shoot.blocks
     last: list = [None, None]  # the durations and the exact Jacobian last computed: a stalled float64
     # chord leaves the durations where they were, and the chord at high precision starts there
 
@@ -334,7 +351,7 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
             last[:] = z, CONTINUOUS.jacobian(blocks, pattern, z, X, deadline)
         return last[1]
 
-    pattern, h = whole(x)
+    pattern, h = _whole(shoot, x, reverse)
     r0 = CONTINUOUS.residual(blocks, pattern, h, X, Y)
     gain = max(float(np.abs(r0).max()) / max(seg_err, 1e-300), 1.0)  # what the chaining amplified
     err = math.inf
@@ -351,13 +368,8 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
         if dps is None:
             return Finished(lost="precision")
     else:
-        # The chaining amplified the segment residuals too far for float64 chord steps, or
-        # they stalled above tolerance; steps on the whole control from far off overshoot
-        # (seen on seed 16 m = 8: from 1.7e-2 a chord step sent the tokens to |x| = 647, and
-        # its flow took 10 s in float64 and 100 s at 30 digits).  The segments first, as
-        # in finite depth: at enough digits, far below what the chaining amplifies, then the
-        # chained control at the same digits.  Unless the chained control is already near
-        # (NEAR_CHAINED): then chord steps on it at those digits come first.
+        # Chord steps on the whole control from far off overshoot (docs/solver-reach.md): unless it is
+        # near (NEAR_CHAINED), the segments first, at enough digits, then the chained control.
         dps = high_digits(gain, tol, FLOW_DPS)
         if dps is None:
             return Finished(lost="precision")
@@ -370,7 +382,7 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
         x, _, jac = refine_segments_in_precision(shoot, x, 1e-3 * tol / gain, dps, deadline)
         spent[0] += jac
         with precision(dps):
-            pattern, h = whole(x)
+            pattern, h = _whole(shoot, x, reverse)
     # The float64 replay is too unstable for the tolerance, or the chord stalled above it:
     # chord steps on the flow at enough digits (FLOW_DPS at least), with the same exact Jacobians.
     control, err, jac = refine_in_precision(blocks, pattern, h, X, Y, 0.1 * tol, dps, deadline, dyn=CONTINUOUS,

@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -157,16 +157,40 @@ def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) 
     >>> sol.success, sol.depth < sol.pruned_from, FINITE.error(blocks, sol.steps, X, Y) <= 1e-10
     (True, True, True)
     """
-    t0, tol, dps, depth = time.perf_counter(), settings.tolerance, sol.dps, settings.depth
-    dyn = dynamics(depth)
-    deadline = t0 + settings.prune
-    pattern: list[int] = []  # the pattern of the control being pruned
-    errors = [sol.error]  # the error of the last control kept
+    t0 = time.perf_counter()
+    pruner = _Pruner(blocks=blocks, X=X, Y=Y, tol=settings.tolerance, dps=sol.dps, depth=settings.depth,
+                     deadline=t0 + settings.prune, error=sol.error)
+    steps, attempts = prune(sol.steps, pruner.drop, deadline=pruner.deadline, progress=progress)
+    seconds = time.perf_counter() - t0
+    if len(steps) == sol.depth:
+        return replace(sol, message=f"{sol.message}; no step could be pruned ({attempts} tried, {seconds:.1f} s)",
+                       wall_time=sol.wall_time + seconds)
+    total = float(sum(abs(float(t)) for _, t in steps))
+    return replace(sol, steps=steps, error=pruner.error, depth=len(steps), total_duration=total,
+                   message=f"{sol.message}; pruned from {sol.depth} to {len(steps)} steps ({attempts} removals tried, "
+                           f"{seconds:.1f} s)", wall_time=sol.wall_time + seconds, pruned_from=sol.depth)
 
-    def residual(h):
-        return dyn.residual(blocks, pattern, h, X, Y, dps, deadline)
 
-    def correct(h, k, aim):
+@dataclass
+class _Pruner:
+    """The removals of :func:`prune_found`: the data, the tolerance and the digits of the
+    control being pruned (``dps``, None for float64), its ``pattern`` while a removal is
+    corrected, and the error of the last control kept (``error``)."""
+
+    blocks: Any
+    X: np.ndarray
+    Y: np.ndarray
+    tol: float
+    dps: int | None
+    depth: str
+    deadline: float
+    error: float
+    pattern: list[int] = field(default_factory=list)
+
+    def residual(self, h):
+        return dynamics(self.depth).residual(self.blocks, self.pattern, h, self.X, self.Y, self.dps, self.deadline)
+
+    def correct(self, h, k, aim):
         """h with its entries other than k moved towards max |r| <= aim, and the max |r| reached."""
         free = np.arange(len(h)) != k
 
@@ -176,49 +200,45 @@ def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) 
             return out
 
         def jacobian(z):
-            return dyn.jacobian(blocks, pattern, full(z), X, deadline, dps)[:, free]
+            return dynamics(self.depth).jacobian(self.blocks, self.pattern, full(z), self.X, self.deadline,
+                                                 self.dps)[:, free]
 
-        if dps is None:
-            z, info = levenberg_marquardt(lambda z: (residual(full(z)), jacobian(z)), h[free], tol=aim, max_iter=12,
-                                          deadline=deadline, gauss_newton_first=True,
-                                          residual_only=lambda z: residual(full(z)))
+        if self.dps is None:
+            z, info = levenberg_marquardt(lambda z: (self.residual(full(z)), jacobian(z)), h[free], tol=aim, max_iter=12,
+                                          deadline=self.deadline, gauss_newton_first=True,
+                                          residual_only=lambda z: self.residual(full(z)))
             err = info["residual"]
         else:
-            z, err, _ = chord_in_precision(lambda z: residual(full(z)), jacobian, h[free], aim, dps, deadline, 8)
+            z, err, _ = chord_in_precision(lambda z: self.residual(full(z)), jacobian, h[free], aim, self.dps,
+                                           self.deadline, 8)
         return full(z), err
 
-    def passes(steps) -> bool:
-        if dps is None and depth == "continuous":
-            exact, drift, err = float_replay_check(blocks, steps, X, Y, deadline)
+    def passes(self, steps) -> bool:
+        """The solver's test (:func:`prune_found`); records the error of a control that passes."""
+        if self.dps is None and self.depth == "continuous":
+            exact, drift, err = float_replay_check(self.blocks, steps, self.X, self.Y, self.deadline)
             bound = float(np.abs(exact).max()) + 2 * drift
         else:
-            err = bound = float(np.abs(residual([t for _, t in steps])).max())
-            if depth == "finite":
-                unit = 10.0**-dps if dps else UNIT
-                bound += 2 * propagated_rounding(blocks, [(b, float(t)) for b, t in steps], X, unit)
-        if bound <= tol:
-            errors[0] = err
-        return bound <= tol
+            err = bound = float(np.abs(self.residual([t for _, t in steps])).max())
+            if self.depth == "finite":
+                unit = 10.0**-self.dps if self.dps else UNIT
+                bound += 2 * propagated_rounding(self.blocks, [(b, float(t)) for b, t in steps], self.X, unit)
+        if bound <= self.tol:
+            self.error = err
+        return bound <= self.tol
 
-    def drop(steps, k):
-        pattern[:] = [b for b, _ in steps]
+    def drop(self, steps, k):
+        """``steps`` without step k, shrunk to it (:func:`shrink`) and tested, or None."""
+        dps = self.dps
+        self.pattern[:] = [b for b, _ in steps]
         h = np.array([t for _, t in steps], dtype=object if dps else float)
         try:
-            h = shrink(correct, h, k, 0.1 * tol, deadline=deadline)
+            h = shrink(self.correct, h, k, 0.1 * self.tol, deadline=self.deadline)
             if h is None:
                 return None
-            out = remove([(b, t if dps else float(t)) for b, t in zip(pattern, h, strict=True)], k, depth == "continuous")
-            pattern[:] = [b for b, _ in out]
-            return out if passes(out) else None
+            out = remove([(b, t if dps else float(t)) for b, t in zip(self.pattern, h, strict=True)], k,
+                         self.depth == "continuous")
+            self.pattern[:] = [b for b, _ in out]
+            return out if self.passes(out) else None
         except IntegrationError:  # an overflowing correction, or the deadline
             return None
-
-    steps, attempts = prune(sol.steps, drop, deadline=deadline, progress=progress)
-    seconds = time.perf_counter() - t0
-    if len(steps) == sol.depth:
-        return replace(sol, message=f"{sol.message}; no step could be pruned ({attempts} tried, {seconds:.1f} s)",
-                       wall_time=sol.wall_time + seconds)
-    total = float(sum(abs(float(t)) for _, t in steps))
-    return replace(sol, steps=steps, error=errors[0], depth=len(steps), total_duration=total,
-                   message=f"{sol.message}; pruned from {sol.depth} to {len(steps)} steps ({attempts} removals tried, "
-                           f"{seconds:.1f} s)", wall_time=sol.wall_time + seconds, pruned_from=sol.depth)
