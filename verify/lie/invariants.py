@@ -170,32 +170,40 @@ def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False, depth: 
     ...
     verify.io.errors.InputError: the targets' tokens of sequences 0, 1, 2 (one repeated token each) are not one linear ...
     """
-    N, n, d = X.shape
     flows = depth != "finite"  # the invariants of flows only: orientation, and orders in d = 1
-    if causal:
-        _check_linear_tokens(X[:, 0, :], Y[:, 0, :], "first tokens",
-                             "under causal masking x_1 -> G x_1 with the same G for every sequence", flows)
-        for i in range(1, n + 1):
-            for s in range(N):
-                for t in range(s + 1, N):
-                    same_x = np.array_equal(X[s, :i], X[t, :i])
-                    same_y = np.array_equal(Y[s, :i], Y[t, :i])
-                    if same_x != same_y:
-                        which = "inputs" if same_x else "targets"
-                        raise InputError(
-                            f"sequences {s} and {t} share their first {i} tokens in the {which} only; under causal "
-                            "masking shared prefixes stay shared and distinct ones stay distinct"
-                        )
-        if d == 1 and n >= 2 and flows:
-            # (x_2 - x_1)' = P_22 V (x_2 - x_1): the first two tokens never cross (later ones can)
-            for s in range(N):
-                if np.sign(X[s, 1, 0] - X[s, 0, 0]) != np.sign(Y[s, 1, 0] - Y[s, 0, 0]):
+    (_check_causal if causal else _check_full)(X, Y, flows)
+
+
+def _check_causal(X: np.ndarray, Y: np.ndarray, flows: bool) -> None:
+    """:func:`check_admissible` under causal masking."""
+    N, n, d = X.shape
+    _check_linear_tokens(X[:, 0, :], Y[:, 0, :], "first tokens",
+                         "under causal masking x_1 -> G x_1 with the same G for every sequence", flows)
+    for i in range(1, n + 1):
+        for s in range(N):
+            for t in range(s + 1, N):
+                same_x = np.array_equal(X[s, :i], X[t, :i])
+                same_y = np.array_equal(Y[s, :i], Y[t, :i])
+                if same_x != same_y:
+                    which = "inputs" if same_x else "targets"
                     raise InputError(
-                        f"sequence {s}: tokens 0 and 1 change order (d = 1, causal); under causal masking "
-                        "(x_2 - x_1)' = P_22 V (x_2 - x_1), so under a flow the first two tokens never cross "
-                        f"({NETWORKS_CAN})"
+                        f"sequences {s} and {t} share their first {i} tokens in the {which} only; under causal "
+                        "masking shared prefixes stay shared and distinct ones stay distinct"
                     )
-        return
+    if d == 1 and n >= 2 and flows:
+        # (x_2 - x_1)' = P_22 V (x_2 - x_1): the first two tokens never cross (later ones can)
+        for s in range(N):
+            if np.sign(X[s, 1, 0] - X[s, 0, 0]) != np.sign(Y[s, 1, 0] - Y[s, 0, 0]):
+                raise InputError(
+                    f"sequence {s}: tokens 0 and 1 change order (d = 1, causal); under causal masking "
+                    "(x_2 - x_1)' = P_22 V (x_2 - x_1), so under a flow the first two tokens never cross "
+                    f"({NETWORKS_CAN})"
+                )
+
+
+def _check_full(X: np.ndarray, Y: np.ndarray, flows: bool) -> None:
+    """:func:`check_admissible` under full attention."""
+    N, n, d = X.shape
     for s in range(N):
         for i in range(n):
             for j in range(i + 1, n):

@@ -201,7 +201,9 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
     balls enclose the image for every such choice, and ``d_free`` encloses the derivative of
     the image with respect to the free durations there: V_j = W_(K<-j) F_(b_j)(x_j), carried
     step by step as V <- W V with W the flow's Jacobian over the balls (the tangents' Taylor
-    map and its remainder), plus F_(b_j)(x_j) in column j at the end of step j."""
+    map and its remainder), plus F_(b_j)(x_j) in column j at the end of step j.
+
+    One piece: the balls, the free columns and the step sizes advance together, step by step."""
     import flint
 
     count = 0
