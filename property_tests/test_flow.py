@@ -15,7 +15,8 @@ from theorems.reach import instance as reach_instance
 from verify.io.errors import InputError, IntegrationError
 from verify.model.backend import namespace, precision, to_mpmath, to_numpy
 from verify.model.blocks import gaussian_blocks
-from verify.model.flow import flow, flow_batch
+from verify.model.flow import flow
+from verify.model.flow_batch import flow_batch
 from verify.model.network import apply
 from verify.model.taylor import coefficients
 

@@ -27,7 +27,8 @@ from verify.model import flow as flow_module
 from verify.model.attention import field, jacobian, jvp
 from verify.model.backend import namespace, precision
 from verify.model.blocks import gaussian_blocks
-from verify.model.flow import flow, flow_batch
+from verify.model.flow import flow
+from verify.model.flow_batch import flow_batch
 from verify.model.network import apply, apply_batch
 
 SHAPES = {8: (2, 2, 2), 18: (3, 3, 2), 32: (4, 4, 2), 64: (8, 4, 2), 128: (8, 8, 2)}

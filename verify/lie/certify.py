@@ -44,7 +44,7 @@ import scipy.linalg
 from verify.lie.brackets import bracket_matrix
 from verify.lie.hall import Word, basis, degree, str_word
 from verify.lie.rank import degree_scales
-from verify.model.backend import namespace, precision
+from verify.model.backend import namespace, precision, round_up
 from verify.model.blocks import Block
 
 DEFAULT_DIGITS = 30
@@ -52,10 +52,6 @@ DEFAULT_DIGITS = 30
 
 def _down(x: Any) -> float:
     return float(np.nextafter(float(x), -np.inf))
-
-
-def _up(x: Any) -> float:
-    return float(np.nextafter(float(x), np.inf))
 
 
 def select_columns(M: np.ndarray, m: int) -> list[int]:
@@ -102,7 +98,7 @@ def full_rank(
         normE = sum((E[i, j] ** 2 for i in range(m) for j in range(m)), flint.arb(0)).sqrt()
         normR = sum((Ra[i, j] ** 2 for i in range(m) for j in range(m)), flint.arb(0)).sqrt()
         radius = max(float(Ma[i, j].rad()) for i in range(m) for j in cols)
-        e_up = _up(normE.upper())
+        e_up = round_up(normE.upper())
         ok = e_up < 1
         lower = _down(((1 - normE) / normR).lower()) if ok else 0.0
     return base | {

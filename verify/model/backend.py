@@ -47,6 +47,12 @@ except ImportError:  # pragma: no cover - gmpy2 is a declared dependency
     gmpy2 = None
 
 
+def round_up(x: Any) -> float:
+    """The float above float(x): a float64 upper bound of a value already rounded to nearest
+    (an Arb ball's upper end), so that a bound written as a float never understates it."""
+    return float(np.nextafter(float(x), np.inf))
+
+
 @contextmanager
 def precision(dps: int) -> Iterator[None]:
     """Scoped working precision of ``dps`` significant digits for mpmath, gmpy2 and Arb."""

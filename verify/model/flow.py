@@ -100,7 +100,7 @@ def _log(v: Any) -> float:
     return math.log(f) if math.isfinite(f) else float(mpmath.log(mpmath.mpf(str(v))))
 
 
-def _lognorms(coeffs: list, batch: int | None = None) -> np.ndarray:
+def lognorms(coeffs: list, batch: int | None = None) -> np.ndarray:
     """ln max |entry| of each coefficient (orders, or (orders, batch) for controls in lock step);
     in logarithms because at many digits the high orders of a fast series overflow float64."""
     rows = []
@@ -111,7 +111,7 @@ def _lognorms(coeffs: list, batch: int | None = None) -> np.ndarray:
     return out[:, 0] if batch is None else out
 
 
-def _step_size(lognorms: Any, p: int, logeps: Any) -> np.ndarray:
+def step_size(lognorms: Any, p: int, logeps: Any) -> np.ndarray:
     """The step rule of the module docstring for the log coefficient norms ``lognorms`` (orders
     0..p, each a float or, for controls in lock step, an array of them) and ln eps (likewise)."""
     lognorms = np.asarray(lognorms, dtype=float)
@@ -121,7 +121,7 @@ def _step_size(lognorms: Any, p: int, logeps: Any) -> np.ndarray:
     return h * math.exp(-0.7 / (p - 1))
 
 
-def _defect(block: Block, Xk: list, t: Any, h: Any, unit: float, axis: tuple | None) -> tuple[Any, Any, Any]:
+def defect(block: Block, Xk: list, t: Any, h: Any, unit: float, axis: tuple | None) -> tuple[Any, Any, Any]:
     """The step's end point X(t) = sum_k X_k t^k and two checks of it: h times the defect
     |X'(s) - F(X(s))| at s = t/2 and s = t (max-norm, over ``axis``), and the rounding a step
     of length h from X(t) carries in this arithmetic.
@@ -239,9 +239,9 @@ def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, de
             where = f"after {count} Taylor steps, in step (block {b}, duration {float(tau):g})"
             while True:
                 Xk, dXk = coefficients(blocks[b], X, p, T, exact_orders=exact if hp else None)
-                logs = _lognorms(Xk)
+                logs = lognorms(Xk)
                 logeps = math.log(tol) + max(0.0, logs[0])
-                h = float(_step_size(logs, p, logeps))
+                h = float(step_size(logs, p, logeps))
                 if not h > 0:  # NaN or 0: the coefficients overflowed
                     raise IntegrationError(f"the Taylor coefficients overflow float64 {where} (max |x| = "
                                            f"{math.exp(logs[0]):.3g}); the durations or the data are too large")
@@ -252,14 +252,14 @@ def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, de
                 exact = need  # the float64 tail was too large for this step: more orders in precision
             exact = min(p, need + 1)  # for the next step, one order to spare
             for _ in range(MAX_HALVINGS):  # the defect check: halve a step the series does not describe
-                X1, hdefect, rounding = _defect(blocks[b], Xk, sign * h, h, unit, None)
+                X1, hdefect, rounding = defect(blocks[b], Xk, sign * h, h, unit, None)
                 if hdefect <= DEFECT_SLACK * (p * math.exp(logeps) + rounding):
                     break
                 h = h / 2
             else:
                 raise IntegrationError(f"the Taylor series does not describe the flow {where} (defect "
                                        f"{hdefect:.2g} at step {float(h):.2g}); the state is too large for the durations")
-            _refuse(float(np.max(np.abs(np.asarray(X1, dtype=float)))), count + 1, count + 1 + float(left - h) / h,
+            refuse(float(np.max(np.abs(np.asarray(X1, dtype=float)))), count + 1, count + 1 + float(left - h) / h,
                     max_steps, deadline, f"{where}, step {float(h):.2g}")
             if propagate:  # this Taylor step's Jacobian, in float64 (it only scales the estimate)
                 _, dXf = coefficients(blocks[b], np.asarray(X, dtype=float), p, unit_basis)
@@ -282,7 +282,7 @@ def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, de
     return FlowResult(X, estimate, count, d_dur, G)
 
 
-def _refuse(scale: float, taken: int, steps_needed: float, max_steps: int, deadline: float, where: str) -> None:
+def refuse(scale: float, taken: int, steps_needed: float, max_steps: int, deadline: float, where: str) -> None:
     """Raise :class:`IntegrationError` for a flow whose state overflowed (max |x| = ``scale``
     above OVERFLOW, or not finite), that took more than ``max_steps`` Taylor steps (``taken``)
     or would take more than PROJECTION times as many at the current step size (``steps_needed``:
@@ -314,120 +314,3 @@ def backward_products(xp: Any, jacobians: list, vectors: list, nd: int, X: Any) 
     m = N * nd
     D = xp.stack(cols, axis=1) if cols else xp.zeros((m, 0)) if is_mp(xp) else xp.zeros((m, 0), dtype=X.dtype)
     return D, G
-
-
-def flow_batch(
-    blocks: Sequence[Block],
-    pattern: Sequence[int],
-    durations: np.ndarray,
-    Z: np.ndarray,
-    *,
-    tol: float | None = None,
-    dps: int | None = None,
-    sensitivities: bool = False,
-    max_steps: int = MAX_TAYLOR_STEPS,
-    deadline: float = math.inf,
-) -> FlowResult:
-    """The flows of B controls that share their blocks, the controls (pattern[l], durations[j, l])
-    from Z[j], by the integrator of :func:`flow` (the same order, step rule and landing on the end
-    of every control step), in lock step: one batched Taylor series per step serves every control
-    still moving, and each control chooses its own Taylor steps, so each result agrees with its
-    :func:`flow` to rounding.
-
-    ``durations`` has shape (B, L), ``Z`` shape (B, N, n, d).  The result holds the end points
-    (B, N, n, d) and, with ``sensitivities`` (float64 only), the exact derivatives of each
-    computed flow as :func:`flow` gives them: ``d_durations`` (B, N n d, L) and ``d_initial``
-    (B, N, n d, n d); ``error_estimate`` is not computed (NaN) and ``taylor_steps`` counts the
-    batched steps.  ``dps=D`` integrates at D digits as :func:`flow` does (mpmath numbers, the
-    series split between D digits and float64 by :func:`split_order`, with the orders kept in
-    precision the most that any control's step needs); the end points are then an object array.
-    Multiple shooting needs these of the exact flows (:meth:`verify.search.shooting.Shooting.parts`):
-    one control per segment.  Raises :class:`IntegrationError` as :func:`flow` does (overflow,
-    a control past the step cap, the deadline).
-
-    >>> import numpy as np
-    >>> from verify.model.blocks import gaussian_blocks
-    >>> blocks = gaussian_blocks(seed=0, d=2)
-    >>> Z = np.random.default_rng(1).normal(size=(3, 2, 2, 2))
-    >>> taus = np.array([[0.5, -0.3], [0.0, 1.2], [-0.7, 0.0]])
-    >>> res = flow_batch(blocks, [0, 1], taus, Z, sensitivities=True)
-    >>> one = flow(blocks, [(0, 0.0), (1, 1.2)], Z[1], sensitivities=True)
-    >>> res.end.shape, bool(np.abs(res.end[1] - one.end).max() < 1e-14)
-    ((3, 2, 2, 2), True)
-    >>> bool(np.abs(res.d_durations[1] - one.d_durations).max() < 1e-13)
-    True
-    >>> hp = flow_batch(blocks, [0, 1], taus, Z, dps=30).end
-    >>> bool(abs(hp[2] - flow(blocks, [(0, -0.7), (1, 0.0)], Z[2], dps=30).end).max() < 1e-28)
-    True
-    """
-    if dps is None:
-        return _flow_batch(blocks, pattern, np.asarray(durations, dtype=float), np.array(Z, dtype=float),
-                           tol or DEFAULT_TOL, UNIT, sensitivities, max_steps, deadline)
-    if sensitivities:
-        raise ValueError("flow_batch gives sensitivities in float64 only")
-    with precision(dps):
-        xp = namespace("mpmath")
-        return _flow_batch(blocks, pattern, xp.asarray(durations), xp.asarray(Z), tol or 10.0 ** (3 - dps), 10.0**-dps,
-                           False, max_steps, deadline)
-
-
-def _flow_batch(blocks, pattern, durations, X, tol, unit, sensitivities, max_steps, deadline) -> FlowResult:
-    xp = namespace_of(X)
-    hp = is_mp(xp)
-    B, N, n, d = X.shape
-    nd = n * d
-    p = taylor_order(tol)
-    exact = p  # high precision: the orders computed in precision (as in flow, for the whole batch)
-    counts = np.zeros(B, dtype=int)
-    step_jacobians, end_fields = [], []
-    taylor_steps = 0
-    for b, tau in zip(pattern, durations.T, strict=True):
-        left = np.abs(tau)
-        sign = np.where(tau >= 0, 1, -1)
-        # the tangents of this control step: the unit directions of one sequence, for every control
-        T = np.broadcast_to(basis_directions(xp, n, d, X)[:, None], (nd, B, N, n, d)).copy() if sensitivities else None
-        while True:
-            active = np.flatnonzero(left > 0)
-            if not active.size:
-                break
-            while True:
-                Xk, dXk = coefficients(blocks[b], X[active], p, None if T is None else T[:, active],
-                                       exact_orders=exact if hp else None)
-                logs = _lognorms(Xk, active.size)  # (p + 1, active)
-                logeps = math.log(tol) + np.maximum(0.0, logs[0])
-                h = _step_size(logs, p, logeps)
-                lands = h >= left[active].astype(float, copy=False) * (1 - 1e-12)  # land on the end of the step
-                h = np.where(lands, left[active], h)
-                need = max(split_order(list(logs[:, j]), float(h[j]), unit * max(1.0, math.exp(logs[0, j])))[0]
-                           for j in range(active.size)) if hp else p
-                if need <= exact:
-                    break
-                exact = need  # a float64 tail was too large for its step: more orders in precision
-            exact = min(p, need + 1)  # for the next step, one order to spare (float64: all p)
-            for _ in range(MAX_HALVINGS):  # the defect check of flow, control by control
-                X1, hdefect, rounding = _defect(blocks[b], Xk, (sign[active] * h)[:, None, None, None], h, unit, (1,))
-                bad = hdefect > DEFECT_SLACK * (p * np.exp(logeps) + rounding)
-                if not bad.any():
-                    break
-                h = np.where(bad, h / 2, h)
-            else:
-                raise IntegrationError(f"the Taylor series does not describe the flow after {taylor_steps} batched "
-                                       f"Taylor steps, in a step of block {b}; the state is too large for the durations")
-            X[active] = X1
-            if T is not None:
-                T[:, active] = evaluate(dXk, (sign[active] * h)[:, None, None, None])
-            left[active] -= h
-            counts[active] += 1
-            taylor_steps += 1
-            scale = np.abs(X[active]).reshape(active.size, -1).max(axis=1).astype(float, copy=False)
-            worst = int(np.argmax(np.where(np.isnan(scale), np.inf, scale)))  # NaN: an overflow too
-            needed = counts[active] + left[active].astype(float, copy=False) / h.astype(float, copy=False)
-            _refuse(float(scale[worst]), int(np.max(counts[active])), float(np.max(needed)), max_steps, deadline,
-                    f"after {taylor_steps} batched Taylor steps, in a step of block {b} (control {int(active[worst])})")
-        if T is not None:  # the controls' sequences side by side, B N of them, for backward_products
-            step_jacobians.append(columns_to_jacobians(xp, T.reshape(nd, B * N, n, d)))
-            end_fields.append(field(blocks[b], X).reshape(B * N, n, d))
-    if not sensitivities:
-        return FlowResult(X, math.nan, taylor_steps)
-    D, G = backward_products(xp, step_jacobians, end_fields, nd, X.reshape(B * N, n, d))
-    return FlowResult(X, math.nan, taylor_steps, D.reshape(B, N * nd, -1), G.reshape(B, N, nd, nd))

@@ -113,11 +113,11 @@ def apply(
     if dps is not None:
         with precision(dps):
             xp = namespace("mpmath")
-            return _apply(blocks, [(b, xp.asarray(h)[()]) for b, h in layers], xp.asarray(X), sensitivities)
-    return _apply(blocks, [(b, float(h)) for b, h in layers], X, sensitivities)
+            return apply_in_namespace(blocks, [(b, xp.asarray(h)[()]) for b, h in layers], xp.asarray(X), sensitivities)
+    return apply_in_namespace(blocks, [(b, float(h)) for b, h in layers], X, sensitivities)
 
 
-def _apply(blocks, layers, X, sensitivities) -> NetworkResult:
+def apply_in_namespace(blocks, layers, X, sensitivities) -> NetworkResult:
     xp = namespace_of(X)
     N, n, d = X.shape
     jacobians, fields = [], []

@@ -16,7 +16,7 @@ replay within the tolerance, and so must a replay by other code.
   steps of half, a quarter and an eighth the size (Levenberg-Marquardt on that one member to
   1e-8: plain steps, and the search's accelerated ones if those stall,
   ``REFIT_ACCELERATIONS``), then takes chord steps on the exact flows of the segments (Taylor
-  residuals and Jacobians, the segments' flows in lock step, :func:`verify.model.flow.flow_batch`)
+  residuals and Jacobians, the segments' flows in lock step, :func:`verify.model.flow_batch.flow_batch`)
   and, after chaining, on the whole control (the exact Jacobian of its flow).  The control is
   then replayed at ``FLOW_DPS`` digits: unless its error there plus twice the drift of its
   float64 replay from that one is within tolerance (long controls amplify rounding as long
@@ -57,7 +57,7 @@ import numpy as np
 from verify.io.errors import IntegrationError
 from verify.model.backend import UNIT, precision
 from verify.model.dynamics import CONTINUOUS, FINITE, Dynamics
-from verify.model.flow import flow_batch
+from verify.model.flow_batch import flow_batch
 from verify.model.network import apply, propagated_rounding
 from verify.search.newton import chord, chord_in_precision, levenberg_marquardt
 from verify.search.population import population_lm
@@ -185,7 +185,7 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
                                  max_iter: int = 8) -> tuple[np.ndarray, float, int]:
     """:func:`chord` on a shooting system (step sizes or durations, and intermediate states):
     each segment's residual at ``dps`` digits (its network, or for ``scheme="rk4"`` the exact
-    flow of its control, all segments in lock step by :func:`verify.model.flow.flow_batch`: at m = 18
+    flow of its control, all segments in lock step by :func:`verify.model.flow_batch.flow_batch`: at m = 18
     the residual of 30 segments took 4.1 s and 3.7 s instead of 5.5 s and 4.7 s one at a
     time), the step from the float64 shooting Jacobian.  A chained network or control
     multiplies the segment residuals by the Jacobians of the segments after them (1e8 and more

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from verify.model.blocks import Block
-from verify.model.flow import flow_batch
+from verify.model.flow_batch import flow_batch
 from verify.model.network import apply_batch, curvature_batch
 from verify.model.rk4 import curvature_batch as rk4_curvature_batch
 from verify.model.rk4 import integrate_batch
@@ -110,7 +110,7 @@ class Shooting:
     def system(self, x: np.ndarray, sensitivities: bool = False, exact_flow: bool = False):
         """Residuals (P, S m) of members x (P, unknowns) and, when asked, Jacobians
         (P, S m, unknowns).  ``exact_flow`` uses the Taylor flow of each segment's control
-        instead of the scheme (all segments in lock step, :func:`verify.model.flow.flow_batch`; for polishing)."""
+        instead of the scheme (all segments in lock step, :func:`verify.model.flow_batch.flow_batch`; for polishing)."""
         r, parts = self.parts(x, sensitivities, exact_flow)
         return r, (None if parts is None else self.dense(parts))
 
@@ -171,7 +171,7 @@ class Shooting:
         return J
 
     def _flows(self, H, starts, sensitivities):
-        """The exact flows of the segments' controls, in lock step (:func:`verify.model.flow.flow_batch`)."""
+        """The exact flows of the segments' controls, in lock step (:func:`verify.model.flow_batch.flow_batch`)."""
         res = flow_batch(self.blocks, self.pattern(), H.reshape(-1, self.steps), starts.reshape((-1,) + self.X.shape),
                          sensitivities=sensitivities)
         return res.end, res.d_durations, res.d_initial

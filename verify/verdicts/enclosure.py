@@ -61,12 +61,11 @@ from typing import Any
 import numpy as np
 
 from verify.io.errors import IntegrationError
-from verify.lie.certify import _up
 from verify.model.attention import basis_directions, columns_to_jacobians, field, jacobian
-from verify.model.backend import namespace, precision
+from verify.model.backend import namespace, precision, round_up
 from verify.model.blocks import Block
-from verify.model.flow import _lognorms, _step_size
-from verify.model.network import _apply
+from verify.model.flow import lognorms, step_size
+from verify.model.network import apply_in_namespace
 from verify.model.taylor import coefficients, evaluate
 
 ORDER = 14  # Taylor order of the validated steps (the a-priori box needs one more); 14 was fastest of 8-28
@@ -104,7 +103,7 @@ def enclose_network(blocks: Sequence[Block], layers: Sequence[tuple[int, Any]], 
     """The network's image in balls (see the module docstring)."""
     with precision(digits):
         xp = namespace("arb")
-        end = _apply(blocks, [(b, _arb(h)) for b, h in layers], xp.asarray(X), False).end
+        end = apply_in_namespace(blocks, [(b, _arb(h)) for b, h in layers], xp.asarray(X), False).end
         if not all(x.is_finite() for x in end.ravel()):
             raise IntegrationError("the network's image is not finite in ball arithmetic; its steps are too large")
         return Enclosure(end=end, width=_radius(end), steps=0)
@@ -225,8 +224,8 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
             while left > 0:
                 c = _centre(Xb)
                 mid = np.vectorize(float, otypes=[float])(c)
-                logs = _lognorms(coefficients(blocks[b], mid, ORDER)[0])
-                h = min(left, Fraction(min(1.25 * last, float(_step_size(logs, ORDER, math.log(1e-18) + max(0.0, logs[0]))))))
+                logs = lognorms(coefficients(blocks[b], mid, ORDER)[0])
+                h = min(left, Fraction(min(1.25 * last, float(step_size(logs, ORDER, math.log(1e-18) + max(0.0, logs[0]))))))
                 floor = 10.0 ** (REMAINDER_DIGITS - digits) * max(1.0, float(np.max(np.abs(mid))))
                 Xk, dXk = coefficients(blocks[b], Xb, ORDER, U=U)  # over the balls, once for every h tried
                 while True:
@@ -268,7 +267,7 @@ def _continue(block: Block, X: np.ndarray, rest: Any) -> tuple[np.ndarray, Any]:
     flow's Jacobian W over that time (Gronwall)."""
     import flint
 
-    span = _up(abs(rest).upper())  # rounded up: the box must cover every |t| <= |rest|
+    span = round_up(abs(rest).upper())  # rounded up: the box must cover every |t| <= |rest|
     T = flint.arb(0, span)
     B = _inflate(X)
     for _ in range(INFLATIONS):
@@ -290,7 +289,7 @@ def verdict(enclosure: Enclosure, targets: Any, tolerance: float, digits: int = 
     with precision(digits):
         T = namespace("arb").asarray(targets)
         gaps = [abs(e - t) for e, t in zip(enclosure.end.ravel(), T.ravel(), strict=True)]
-        upper = max(_up(g.upper()) for g in gaps)  # rounded up: a float never understates the bound
+        upper = max(round_up(g.upper()) for g in gaps)  # rounded up: a float never understates the bound
         outside = any(g > flint.arb(tolerance) for g in gaps)
     word = "CERTIFIED" if upper <= tolerance else "FAIL" if outside else "UNDECIDED"
     return {"verdict": word, "certified": word == "CERTIFIED", "error_upper": upper, "width": enclosure.width,

@@ -44,7 +44,7 @@ from verify.lie.certify import select_columns
 from verify.model.backend import namespace, precision
 from verify.model.blocks import Block
 from verify.model.flow import flow
-from verify.model.network import _apply, apply
+from verify.model.network import apply, apply_in_namespace
 from verify.verdicts import enclosure
 
 DIGITS = (50, 100, 200, 400)  # tried in turn: see certify_network
@@ -72,7 +72,7 @@ def _refine(blocks, layers, X, Y, free, digits):
     steps = [xp.asarray(h)[()] for _, h in layers]
     target = xp.asarray(Y).ravel()
     for _ in range(digits // 10 + 5):
-        res = _apply(blocks, [(b, s) for (b, _), s in zip(layers, steps, strict=True)], xp.asarray(X), True)
+        res = apply_in_namespace(blocks, [(b, s) for (b, _), s in zip(layers, steps, strict=True)], xp.asarray(X), True)
         r = res.end.ravel() - target
         J = res.d_steps[:, free]
         try:
@@ -135,7 +135,7 @@ def _certify(blocks, layers, X, Y, free, digits, radius, centre_shift) -> dict[s
             values = [flint.arb(h) for _, h in layers]
             for k, i in enumerate(free):
                 values[i] = free_values[k]
-            return _apply(blocks, list(zip(kinds, values, strict=True)), Xa, sensitivities)
+            return apply_in_namespace(blocks, list(zip(kinds, values, strict=True)), Xa, sensitivities)
 
         def exact(x):  # the midpoint of a ball, as an exact ball
             return flint.arb(flint.arb(x).mid())
