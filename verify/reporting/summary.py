@@ -88,7 +88,7 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
                        f"{_number(r['median_depth'])} | {_number(r['worst_replay_error'])} | "
                        f"{r.get('high_precision_witnesses', 0)} |")
     else:
-        out.append("Not measured in this run (`verify run` skips it with --theorem or --no-reach).")
+        out.append("Not measured in this run (it was limited to some theorems, or left the reach table out).")
     if benchmark_reach:
         out += ["", "Wall-clock reach table from `reports/benchmarks/reach.json` (`make reach`):", "",
                 "| N n d | depth | method | instances | budget (s) | solved | median depth | worst replay error | "
