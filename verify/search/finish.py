@@ -77,7 +77,7 @@ NEAR_CHAINED = 1e-6
 
 # Digits for networks and controls too unstable for float64, at least.  Most found networks
 # propagate at most about 1e12 units of rounding (a float64 replay 7e-4 off), which is 1e-18 at
-# 30 digits; some chain into far more (2e22 units at m = 32, seed 4 instance 6), and then
+# 30 digits; some chain into far more (2e22 units at m = 32), and then
 # :func:`high_digits` adds digits, up to MAX_DPS (beyond it the network is not returned).
 HIGH_DPS = 30
 MAX_DPS = 100

@@ -159,16 +159,15 @@ def chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter, r=No
 def chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int = 8, r=None, scaled: bool = False):
     """x - J(x)^+ r(x) repeated while max |r| falls, with an approximate Jacobian J (a chord
     method: each step gains about as many digits as J agrees with the exact derivative).
-    A step that does not lower max |r| is tried once more at half its length (from 6e-3 on
-    the segments of seed 11 m = 18 instance 5, the full step raised it to 7e-3 and the next
-    one would have brought it to 5e-7; the half step lowered it to 5e-3).
+    A step that does not lower max |r| is tried once more at half its length (a full step
+    that overshoots can still point the right way: docs/solver-reach.md).
     Stops at max |r| <= tol, when neither lowers the residual or a residual, Jacobian or step
     is not finite (an overflow), or at the deadline; returns the last x, its max |r| and the
     number of Jacobians evaluated.  ``r`` is the residual at x when the caller has it already.
     With ``scaled`` the least-squares step is taken on J with unit columns (D^-1 (J D^-1)^+ r,
     D the column norms), so that the cut-off of small singular values (1e-13 of the largest)
     is relative to a balanced matrix: a network whose first layers move its end 1e19 times as
-    far as its last (seen after a large expansion layer, seed 33, m = 8, instance 4) otherwise
+    far as its last (seen after a large expansion layer) otherwise
     loses the directions of the last layers, and Newton stalls (there at 1.5e-8, from 900).
     From far off the plain minimum-norm step does better (it moves the sensitive layers least)."""
     r = residual(x) if r is None else r

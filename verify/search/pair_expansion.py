@@ -91,10 +91,8 @@ def park(blocks: Sequence[Block], X: np.ndarray, b: int, tight: Sequence[int], o
     sequence's mean at a random offset of size ``offset`` from 0 and, for the sequences not in
     ``tight``, delta^T S_b delta / |delta|^2 at such an offset from 0 (near the equilibria of
     block b) and, every other attempt, |delta| as in X (a network contracts a pair easily, and a
-    parked pair made tight would need expanding in turn; seed 14, m = 8, instance 9: the search
-    from the expanded collection missed until the length was kept, while seed 37 instance 8
-    parks only where it is not); None if none of ``attempts`` fits reached PARK_TOL by
-    ``deadline``."""
+    parked pair made tight would need expanding in turn: docs/solver-reach.md); None if none of
+    ``attempts`` fits reached PARK_TOL by ``deadline``."""
     N, n, d = X.shape
     S = symmetric_logits(blocks[b])
     loose = [s for s in range(N) if s not in tight]

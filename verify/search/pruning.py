@@ -9,9 +9,9 @@ exact Jacobian, with that duration held) move the others back onto the targets. 
 step is the identity and is dropped; in continuous depth the two steps around it, now of the
 same block, merge into one exactly, exp(a F) exp(b F) = exp((a + b) F)
 (:func:`verify.search.steering.merge`).  Removing a step at once and correcting from there fails on
-long networks: on a seed 11 m = 8 network (48 layers, Jacobian singular values up to 7e3),
-dropping a layer of step 0.04 moved the end 1.5 away, and Newton steps from there did not
-lower the residual.
+long networks: on a 48-layer network at m = 8 (Jacobian singular values up to 7e3), dropping
+a layer of step 0.04 moved the end 1.5 away, and Newton steps from there did not lower the
+residual.
 
 :func:`prune` is the greedy loop: the steps in order of increasing |duration|, each either
 removed (``drop`` returns the shorter control, which the caller has checked) or kept; it
