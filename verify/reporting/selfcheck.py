@@ -3,8 +3,8 @@
 Each check compares a float64 computation with an independent one (a high-precision replay, a
 matrix exponential, an exact symmetry) and holds the difference against a bound whose origin it
 states.  Integration error *estimates* enter the bounds with a safety factor of 10, so these
-are consistency checks, not certificates.  This is what ``make verify`` runs until the theorem
-modules exist.
+are consistency checks, not certificates.  ``verify selfcheck`` runs them (``make verify``
+first, before the theorem checks), into their own report.
 
 >>> checks = run(seed=0, shapes=[(1, 2, 1)])
 >>> len(checks), all(c.passed for c in checks)
