@@ -290,7 +290,7 @@ def test_a_tolerance_below_float64_is_reached_in_high_precision(depth):
     """Tolerance 1e-20: the finite search used to aim at 1e-21 in float64 and never hand a fit
     over, and continuous segments were held to 1e-22 in float64 and lost; both now stop at
     float64's reach and refine in high precision, and the witness replays there
-    (:func:`verify.io.replay.replay` at its digits) within 1e-20."""
+    (:func:`verify.verdicts.replay.replay` at its digits) within 1e-20."""
     X, Y, blocks = instance(4, 0, seed=5)
     sol = solve(blocks, X, Y, Settings(depth=depth, tolerance=1e-20, time_budget=30))
     assert sol.success and sol.dps is not None and sol.error <= 1e-20, sol.message

@@ -6,7 +6,7 @@
   Arb certificate of full rank (:func:`verify.lie.certify.full_rank`).
 * :func:`control_checks` -- a control (continuous) or network (finite) found by the solver, its
   float64 replay against the tolerance, and its replay at 40 digits from the witness file,
-  certified when its image enclosed in Arb balls (:func:`verify.io.replay.certify`, at most
+  certified when its image enclosed in Arb balls (:func:`verify.verdicts.replay.certify`, at most
   CERTIFY_SECONDS) lies within the tolerance, failed when the enclosure lies outside it.
 * :func:`existence_check` -- for a certified control (standard and paper profiles), the
   Krawczyk proof that exact durations near it map the inputs exactly onto the targets (the
