@@ -312,3 +312,21 @@ def test_block_elimination_step_is_the_dense_step(m, segments, steps, lam, seed)
         mu = lams[k] * np.mean(np.sum(J[k] ** 2, axis=0))
         cond = np.linalg.cond(A + mu * np.eye(len(A)))
         assert np.abs(ours[k] - dense[k]).max() <= 1e-13 * cond * (1 + np.abs(dense[k]).max())
+
+
+@settings(deadline=None)
+@given(st.sampled_from([4, 8, 18]), st.integers(1, 6), st.integers(2, 9), st.integers(0, 2**16))
+def test_pseudo_inverse_is_the_least_squares_step_of_the_dense_jacobian(m, segments, steps, seed):
+    """Shooting.pseudo_inverse (block elimination, no dense J) against lstsq on the assembled
+    Jacobian: the minimum-norm solution of J dx = b, for b the residual of a random member.
+    Both are judged relative to the step's size and the conditioning of J J^T (the elimination
+    works on J J^T, lstsq on J)."""
+    X, Y, blocks = instance(m, seed % 5, seed=seed)
+    shoot = Shooting(blocks, X, Y, segments, steps)
+    x = shoot.fresh(np.random.default_rng(seed), 0.5)
+    r, parts = shoot.parts(x[None], sensitivities=True)
+    J = shoot.dense(parts)[0]
+    ours = shoot.pseudo_inverse(x)(-r[0])
+    dense = np.linalg.lstsq(J, -r[0], rcond=1e-13)[0]
+    cond = np.linalg.cond(J @ J.T)
+    assert np.abs(ours - dense).max() <= 1e-12 * cond * (1 + np.abs(dense).max())

@@ -187,7 +187,8 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
     each segment's residual at ``dps`` digits (its network, or for ``scheme="rk4"`` the exact
     flow of its control, all segments in lock step by :func:`verify.model.flow_batch.flow_batch`: at m = 18
     the residual of 30 segments took 4.1 s and 3.7 s instead of 5.5 s and 4.7 s one at a
-    time), the step from the float64 shooting Jacobian.  A chained network or control
+    time), the step from the float64 shooting Jacobian (its block elimination,
+    :meth:`Shooting.pseudo_inverse`).  A chained network or control
     multiplies the segment residuals by the Jacobians of the segments after them (1e8 and more
     in long networks), so a float64 fit within 1e-12 can chain into a network 1e-4 off; with
     segment residuals at 1e-25 it cannot.
@@ -205,10 +206,8 @@ def refine_segments_in_precision(shoot: Shooting, x: np.ndarray, tol: float, dps
                       for s in range(S)]
         return np.concatenate([(images[s] - ends[s]).ravel() for s in range(S)]).astype(float)
 
-    def jacobian(z):
-        return shoot.system(z.astype(float)[None], True, exact_flow=flows)[1][0]
-
-    return chord_in_precision(residual, jacobian, x, tol, dps, deadline, max_iter)
+    return chord_in_precision(residual, lambda z: shoot.pseudo_inverse(z, exact_flow=flows), x, tol, dps, deadline,
+                              max_iter)
 
 
 def chained(shoot: Shooting, x: np.ndarray) -> tuple[list[int], np.ndarray]:
@@ -310,8 +309,7 @@ def _control(shoot: Shooting, x: np.ndarray, tol: float, reverse: bool, accelera
         return x
     reach = float64_reach(X, Y)
     x, seg_err, jac = chord(lambda z: shoot.system(z[None], exact_flow=True)[0][0],
-                             lambda z: shoot.system(z[None], True, exact_flow=True)[1][0], x,
-                             max(0.01 * tol, 0.1 * reach), deadline)
+                             lambda z: shoot.pseudo_inverse(z, exact_flow=True), x, max(0.01 * tol, 0.1 * reach), deadline)
     spent[0] += jac
     if seg_err > max(0.1 * tol, reach):  # below float64's reach the segments are refined in precision
         return Finished(lost="segments")

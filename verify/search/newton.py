@@ -164,6 +164,8 @@ def chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int 
     Stops at max |r| <= tol, when neither lowers the residual or a residual, Jacobian or step
     is not finite (an overflow), or at the deadline; returns the last x, its max |r| and the
     number of Jacobians evaluated.  ``r`` is the residual at x when the caller has it already.
+    ``jacobian(x)`` returns J, or a callable b -> J^+ b that solves without forming J (the
+    block elimination of a shooting system: :meth:`verify.search.shooting.Shooting.pseudo_inverse`).
     With ``scaled`` the least-squares step is taken on J with unit columns (D^-1 (J D^-1)^+ r,
     D the column norms), so that the cut-off of small singular values (1e-13 of the largest)
     is relative to a balanced matrix: a network whose first layers move its end 1e19 times as
@@ -175,15 +177,21 @@ def chord(residual, jacobian, x, tol, deadline: float = math.inf, max_iter: int 
     while err > tol and jacobians < max_iter and time.perf_counter() < deadline:
         J = jacobian(x)
         jacobians += 1
-        if not (np.all(np.isfinite(J)) and math.isfinite(err)):  # an integration overflowed: no step to take
+        if not math.isfinite(err):  # an integration overflowed: no step to take
             break
         with np.errstate(all="ignore"):
-            if scaled:
+            if callable(J):  # a structured solver b -> J^+ b
+                step = J(-np.asarray(r, dtype=float))
+            elif not np.all(np.isfinite(J)):
+                break
+            elif scaled:
                 norms = np.linalg.norm(J, axis=0)
                 norms[norms == 0] = 1.0
                 step = np.linalg.lstsq(J / norms, -r, rcond=1e-13)[0] / norms
             else:
                 step = np.linalg.lstsq(J, -r, rcond=1e-13)[0]
+        if not np.all(np.isfinite(step)):
+            break
         accepted = None
         for fraction in (1.0, 0.5):  # a Newton step that converges need not lower max |r| at once
             trial = x + fraction * step
