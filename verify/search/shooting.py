@@ -227,23 +227,24 @@ def shooting_solver(parts, lam: np.ndarray) -> Callable[[np.ndarray], np.ndarray
     P, S, m, L = H.shape
     N, nd = D.shape[2], D.shape[3]
     with np.errstate(all="ignore"):
-        Dm = np.zeros((P, S, m, m))  # D_s as m x m block-diagonal matrices
-        for q in range(N):
-            Dm[:, :, q * nd:(q + 1) * nd, q * nd:(q + 1) * nd] = D[:, :, q]
-        Dm[:, 0] = 0.0  # W_0 = X is no unknown
+        D = D.copy()
+        D[:, 0] = 0.0  # W_0 = X is no unknown
         unknowns = S * L + (S - 1) * m
-        scale = (np.sum(H * H, axis=(1, 2, 3)) + np.sum(Dm * Dm, axis=(1, 2, 3)) + (S - 1) * m) / unknowns
+        scale = (np.sum(H * H, axis=(1, 2, 3)) + np.sum(D * D, axis=(1, 2, 3, 4)) + (S - 1) * m) / unknowns
         mu = np.asarray(lam * np.where(scale > 0, scale, 1.0))[:, None]
         eye = np.eye(m)
-        A = H @ np.swapaxes(H, -1, -2) + Dm @ np.swapaxes(Dm, -1, -2)
+        A = H @ np.swapaxes(H, -1, -2)
+        DDt = D @ np.swapaxes(D, -1, -2)  # D_s D_s^T, one n d block per sequence
+        for q in range(N):
+            A[:, :, q * nd:(q + 1) * nd, q * nd:(q + 1) * nd] += DDt[:, :, q]
         A[:, : S - 1] += eye
         A[..., np.arange(m), np.arange(m)] += mu[:, None, :]
         inv, Z = [None] * S, [None] * S  # Z_s = C_(s-1)^-1 D_s^T, A_(s-1,s) = -D_s^T
         C = A[:, 0]
         for s in range(1, S):  # eliminate block s - 1: A_(s,s-1) = -D_s
             inv[s - 1] = solve_or_nan(C, np.broadcast_to(eye, C.shape))
-            Z[s] = inv[s - 1] @ np.swapaxes(Dm[:, s], -1, -2)
-            C = A[:, s] - Dm[:, s] @ Z[s]
+            Z[s] = _times_block_transpose(inv[s - 1], D[:, s])
+            C = A[:, s] - _block_times(D[:, s], Z[s])
         inv[S - 1] = solve_or_nan(C, np.broadcast_to(eye, C.shape))
 
     def step(r: np.ndarray) -> np.ndarray:
@@ -252,13 +253,30 @@ def shooting_solver(parts, lam: np.ndarray) -> Callable[[np.ndarray], np.ndarray
             z, rhs = [None] * S, b[:, 0]
             for s in range(1, S):
                 z[s] = inv[s - 1] @ rhs
-                rhs = b[:, s] + Dm[:, s] @ z[s]
+                rhs = b[:, s] + _block_times(D[:, s], z[s])
             y = np.empty((P, S, m, 1))
             y[:, S - 1] = inv[S - 1] @ rhs
             for s in range(S - 2, -1, -1):
                 y[:, s] = z[s + 1] + Z[s + 1] @ y[:, s + 1]
             dh = np.swapaxes(H, -1, -2) @ y
-            dW = -y[:, :-1] + np.swapaxes(Dm[:, 1:], -1, -2) @ y[:, 1:]
+            dW = -y[:, :-1] + _block_transpose_times(D[:, 1:], y[:, 1:])
         return np.concatenate([dh.reshape(P, S * L), dW.reshape(P, (S - 1) * m)], axis=1)
 
     return step
+
+
+# D_s is block diagonal (one n d x n d block per sequence): products with it cost m^2 n d, not m^3.
+def _block_times(D: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """blockdiag(D) @ B for D (..., N, nd, nd) and B (..., N nd, k)."""
+    N, nd = D.shape[-3], D.shape[-1]
+    return (D @ B.reshape(B.shape[:-2] + (N, nd, B.shape[-1]))).reshape(B.shape)
+
+
+def _block_transpose_times(D: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """blockdiag(D)^T @ B for D (..., N, nd, nd) and B (..., N nd, k)."""
+    return _block_times(np.swapaxes(D, -1, -2), B)
+
+
+def _times_block_transpose(B: np.ndarray, D: np.ndarray) -> np.ndarray:
+    """B @ blockdiag(D)^T for B (..., k, N nd) and D (..., N, nd, nd)."""
+    return np.swapaxes(_block_times(D, np.swapaxes(B, -1, -2)), -1, -2)
