@@ -220,6 +220,8 @@ def _propagated(local: list[float], jacobians: list[Any]) -> float:
 
 
 def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, deadline) -> FlowResult:
+    """:func:`flow` in the namespace of X.  One piece: each Taylor step's order split, step
+    rule, defect check and tangents decide one another."""
     xp = namespace_of(X)
     N, n, d = X.shape
     p = taylor_order(tol)

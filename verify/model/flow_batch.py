@@ -92,6 +92,7 @@ def flow_batch(
 
 
 def _flow_batch(blocks, pattern, durations, X, tol, unit, sensitivities, max_steps, deadline) -> FlowResult:
+    """:func:`flow_batch` in the namespace of X; one piece, as :func:`verify.model.flow._flow`."""
     xp = namespace_of(X)
     hp = is_mp(xp)
     B, N, n, d = X.shape
