@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import SimpleNamespace
+from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from theorems.reach import instance
@@ -17,9 +18,10 @@ from verify.model.flow import flow
 from verify.model.network import apply, apply_batch
 from verify.model.rk4 import integrate_batch
 from verify.search import population as population_module
+from verify.search import shooting as shooting_module
 from verify.search.newton import damped_step
 from verify.search.population import population_lm
-from verify.search.shooting import Shooting, shooting_step
+from verify.search.shooting import Shooting, jacobian_times, shooting_step
 
 from . import independent
 from .benchmarks.bench_models import BoundedSteps
@@ -317,16 +319,32 @@ def test_block_elimination_step_is_the_dense_step(m, segments, steps, lam, seed)
 @settings(deadline=None)
 @given(st.sampled_from([4, 8, 18]), st.integers(1, 6), st.integers(2, 9), st.integers(0, 2**16))
 def test_pseudo_inverse_is_the_least_squares_step_of_the_dense_jacobian(m, segments, steps, seed):
-    """Shooting.pseudo_inverse (block elimination, no dense J) against lstsq on the assembled
-    Jacobian: the minimum-norm solution of J dx = b, for b the residual of a random member.
-    Both are judged relative to the step's size and the conditioning of J J^T (the elimination
-    works on J J^T, lstsq on J)."""
+    """Shooting.pseudo_inverse by block elimination and refinement (forced here: these systems
+    are small enough for its dense path) against lstsq on the assembled Jacobian: the
+    minimum-norm solution of J dx = b, for b the residual of a random member.  Both are judged
+    relative to the step's size and the conditioning of J J^T (the elimination works on J J^T,
+    lstsq on J)."""
     X, Y, blocks = instance(m, seed % 5, seed=seed)
     shoot = Shooting(blocks, X, Y, segments, steps)
     x = shoot.fresh(np.random.default_rng(seed), 0.5)
     r, parts = shoot.parts(x[None], sensitivities=True)
     J = shoot.dense(parts)[0]
-    ours = shoot.pseudo_inverse(x)(-r[0])
+    assume(np.linalg.matrix_rank(J) == len(J))  # J J^T regular (else the elimination's step is not finite)
+    with mock.patch.object(shooting_module, "DENSE_LIMIT", 0):
+        ours = shoot.pseudo_inverse(x)(-r[0])
     dense = np.linalg.lstsq(J, -r[0], rcond=1e-13)[0]
     cond = np.linalg.cond(J @ J.T)
     assert np.abs(ours - dense).max() <= 1e-12 * cond * (1 + np.abs(dense).max())
+
+
+@settings(deadline=None)
+@given(st.sampled_from([4, 8, 18]), st.integers(1, 6), st.integers(1, 9), st.integers(0, 2**16))
+def test_structured_jacobian_product_is_the_dense_product(m, segments, steps, seed):
+    """jacobian_times (the blocks of Shooting.parts) against the assembled Jacobian."""
+    X, Y, blocks = instance(m, seed % 5, seed=seed)
+    shoot = Shooting(blocks, X, Y, segments, steps)
+    x = shoot.fresh(np.random.default_rng(seed), 0.5)
+    _, parts = shoot.parts(x[None], sensitivities=True)
+    v = np.random.default_rng(seed + 1).normal(size=shoot.unknowns)
+    dense = shoot.dense(parts)[0] @ v
+    assert np.abs(jacobian_times(parts, v) - dense).max() <= 1e-12 * (1 + np.abs(dense).max())

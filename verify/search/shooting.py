@@ -41,11 +41,11 @@ from verify.model.rk4 import curvature_batch as rk4_curvature_batch
 from verify.model.rk4 import integrate_batch
 from verify.search.newton import solve_or_nan
 
-# The damping of Shooting.pseudo_inverse, relative to the mean squared column norm of J: far below
-# the eigenvalues of J J^T of a regular system (so the step is J^+ b to about this relative size), and
-# enough to keep a singular one's solve finite.
-PSEUDO_INVERSE_DAMPING = 1e-12
 START_STATES = ("path", "images")  # how :meth:`Shooting.fresh` places the intermediate states
+# Shooting.pseudo_inverse assembles J up to this many entries (32 MB; the solver's default layout
+# up to m = 32), where lstsq takes at most a few seconds, and eliminates by blocks beyond.
+DENSE_LIMIT = 4_000_000
+REFINEMENTS = 2  # sweeps of iterative refinement after the block elimination
 
 
 @dataclass(frozen=True)
@@ -175,13 +175,27 @@ class Shooting:
         return J
 
     def pseudo_inverse(self, x: np.ndarray, exact_flow: bool = False) -> Callable[[np.ndarray], np.ndarray]:
-        """b -> J^+ b for the Jacobian J of member x (1-D): the minimum-norm solution of J dx = b
-        by the block elimination of :func:`shooting_solver` (damping ``PSEUDO_INVERSE_DAMPING``,
-        a guard against a singular J J^T), without the dense J, whose least-squares solve grows
-        like (S m)^3: at m = 64 (64 segments, J of 4096 x 4416) it took 43 s."""
+        """b -> J^+ b for the Jacobian J of member x (1-D): the minimum-norm solution of J dx = b.
+        Up to DENSE_LIMIT entries of J, ``lstsq`` on the assembled J (an SVD: exact to
+        cond(J) units); beyond, whose lstsq grows like (S m)^3 (at m = 64, J of 4096 x 4416, it
+        took 53 s), the undamped block elimination of :func:`shooting_solver` (it works on J J^T,
+        so it is exact only to cond(J)^2 units) and two sweeps of iterative refinement with the
+        structured product J dx (:func:`jacobian_times`).  A singular J J^T gives a non-finite
+        step, which :func:`verify.search.newton.chord` refuses."""
         _, parts = self.parts(np.asarray(x, dtype=float)[None], True, exact_flow)
-        solver = shooting_solver(parts, np.array([PSEUDO_INVERSE_DAMPING]))
-        return lambda b: solver(-np.asarray(b, dtype=float)[None])[0]
+        if self.segments * self.m * self.unknowns <= DENSE_LIMIT:
+            J = self.dense(parts)[0]
+            return lambda b: np.linalg.lstsq(J, b, rcond=1e-13)[0]
+        solver = shooting_solver(parts, np.zeros(1))
+
+        def solve(b):
+            b = np.asarray(b, dtype=float)
+            dx = solver(-b[None])[0]
+            for _ in range(REFINEMENTS):
+                dx = dx + solver(-(b - jacobian_times(parts, dx))[None])[0]
+            return dx
+
+        return solve
 
     def _flows(self, H, starts, sensitivities):
         """The exact flows of the segments' controls, in lock step (:func:`verify.model.flow_batch.flow_batch`)."""
@@ -263,6 +277,19 @@ def shooting_solver(parts, lam: np.ndarray) -> Callable[[np.ndarray], np.ndarray
         return np.concatenate([dh.reshape(P, S * L), dW.reshape(P, (S - 1) * m)], axis=1)
 
     return step
+
+
+def jacobian_times(parts, dx: np.ndarray) -> np.ndarray:
+    """J dx (S m,) for one member's blocks ``parts`` (:meth:`Shooting.parts`, a batch of one)
+    and dx (unknowns,), without assembling J: r_s picks up H_s dh_s, D_s dW_s (s >= 1) and
+    -dW_(s+1) (s <= S - 2)."""
+    H, D = parts[0][0], parts[1][0]
+    S, m, L = H.shape
+    dh, dW = dx[: S * L].reshape(S, L, 1), dx[S * L:].reshape(S - 1, m, 1)
+    out = (H @ dh)[..., 0]
+    out[1:] += _block_times(D[1:], dW)[..., 0]
+    out[:-1] -= dW[..., 0]
+    return out.ravel()
 
 
 # D_s is block diagonal (one n d x n d block per sequence): products with it cost m^2 n d, not m^3.
