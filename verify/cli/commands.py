@@ -9,6 +9,7 @@ import io
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,13 +101,17 @@ def _selfcheck(args: argparse.Namespace) -> int:
     return EXIT_OK if doc["passed"] else EXIT_FAIL
 
 
-def _run(args: argparse.Namespace) -> int:
-    quiet = args.quiet or args.json or not sys.stderr.isatty()
-
+def _progress(quiet: bool) -> Callable[[str], None]:
+    """Progress lines on stderr, indented; none when ``quiet``."""
     def progress(msg: str) -> None:
         if not quiet:
             print(f"  {msg}", file=sys.stderr, flush=True)
 
+    return progress
+
+
+def _run(args: argparse.Namespace) -> int:
+    progress = _progress(args.quiet or args.json or not sys.stderr.isatty())
     datafiles.output_directory(args.out, "--out")
     benchmarks = _benchmark_rows(Path(args.out))  # read now: a damaged file is refused before the work
     t0 = time.perf_counter()
@@ -185,9 +190,9 @@ def _rank(args: argparse.Namespace) -> int:
         check_creatable(args.dump, "--dump", ".npz")  # np.savez would add the suffix and miss the check
     res = rank.analyse(blocks, X, max_degree=args.max_degree, dps=args.dps)
     M = res.matrix
-    out = {k: getattr(res, k) for k in ("dimension", "rank", "expected_rank", "min_degree", "counting_degree", "max_degree",
-                               "words", "sigma_min", "first_dropped", "gap", "noise_level", "decided_by", "decisive",
-                               "undecided", "weight_digits", "sigma")}
+    out = {k: getattr(res, k) for k in ("dimension", "rank", "expected_rank", "min_degree", "counting_degree",
+                                        "max_degree", "words", "sigma_min", "first_dropped", "gap", "noise_level",
+                                        "decided_by", "decisive", "undecided", "weight_digits", "sigma")}
     out["invariants"] = invariants.describe(X, blocks[0].causal)
     out["certified"] = False
     if args.certify:
@@ -247,13 +252,7 @@ def _interpolate(args: argparse.Namespace) -> int:
         tolerance=args.tolerance, depth=args.depth, method=args.method, seed=args.search_seed,
         time_budget=args.time_budget, prune=args.prune, **({"max_depth": args.max_depth} if args.max_depth else {}),
     )
-    quiet = args.quiet or args.json
-
-    def progress(msg: str) -> None:
-        if not quiet:
-            print(f"  {msg}", file=sys.stderr, flush=True)
-
-    sol = solver.solve(blocks, X, Y, settings, progress)
+    sol = solver.solve(blocks, X, Y, settings, _progress(args.quiet or args.json))
     out: dict[str, Any] = {
         "success": sol.success, "message": sol.message, "error": sol.error, "depth_kind": args.depth,
         "depth": sol.depth, "total_duration": sol.total_duration, "wall_time_s": round(sol.wall_time, 3),

@@ -55,7 +55,7 @@ import numpy as np
 
 from verify.io.errors import IntegrationError
 from verify.model.backend import UNIT
-from verify.model.dynamics import dynamics
+from verify.model.dynamics import CONTINUOUS, FINITE, Dynamics, dynamics
 from verify.model.network import propagated_rounding
 from verify.search.finish import float_replay_check
 from verify.search.newton import chord_in_precision, levenberg_marquardt
@@ -158,7 +158,7 @@ def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) 
     (True, True, True)
     """
     t0 = time.perf_counter()
-    pruner = _Pruner(blocks=blocks, X=X, Y=Y, tol=settings.tolerance, dps=sol.dps, depth=settings.depth,
+    pruner = _Pruner(blocks=blocks, X=X, Y=Y, tol=settings.tolerance, dps=sol.dps, dyn=dynamics(settings.depth),
                      deadline=t0 + settings.prune, error=sol.error)
     steps, attempts = prune(sol.steps, pruner.drop, deadline=pruner.deadline, progress=progress)
     seconds = time.perf_counter() - t0
@@ -173,22 +173,22 @@ def prune_found(blocks, X, Y, sol: Solution, settings: Settings, progress=None) 
 
 @dataclass
 class _Pruner:
-    """The removals of :func:`prune_found`: the data, the tolerance and the digits of the
-    control being pruned (``dps``, None for float64), its ``pattern`` while a removal is
-    corrected, and the error of the last control kept (``error``)."""
+    """The removals of :func:`prune_found`: the data, its dynamics (``dyn``), the tolerance and
+    the digits of the control being pruned (``dps``, None for float64), its ``pattern`` while a
+    removal is corrected, and the error of the last control kept (``error``)."""
 
     blocks: Any
     X: np.ndarray
     Y: np.ndarray
     tol: float
     dps: int | None
-    depth: str
+    dyn: Dynamics
     deadline: float
     error: float
     pattern: list[int] = field(default_factory=list)
 
     def residual(self, h):
-        return dynamics(self.depth).residual(self.blocks, self.pattern, h, self.X, self.Y, self.dps, self.deadline)
+        return self.dyn.residual(self.blocks, self.pattern, h, self.X, self.Y, self.dps, self.deadline)
 
     def correct(self, h, k, aim):
         """h with its entries other than k moved towards max |r| <= aim, and the max |r| reached."""
@@ -200,8 +200,7 @@ class _Pruner:
             return out
 
         def jacobian(z):
-            return dynamics(self.depth).jacobian(self.blocks, self.pattern, full(z), self.X, self.deadline,
-                                                 self.dps)[:, free]
+            return self.dyn.jacobian(self.blocks, self.pattern, full(z), self.X, self.deadline, self.dps)[:, free]
 
         if self.dps is None:
             z, info = levenberg_marquardt(lambda z: (self.residual(full(z)), jacobian(z)), h[free], tol=aim, max_iter=12,
@@ -215,12 +214,12 @@ class _Pruner:
 
     def passes(self, steps) -> bool:
         """The solver's test (:func:`prune_found`); records the error of a control that passes."""
-        if self.dps is None and self.depth == "continuous":
+        if self.dps is None and self.dyn is CONTINUOUS:
             exact, drift, err = float_replay_check(self.blocks, steps, self.X, self.Y, self.deadline)
             bound = float(np.abs(exact).max()) + 2 * drift
         else:
             err = bound = float(np.abs(self.residual([t for _, t in steps])).max())
-            if self.depth == "finite":
+            if self.dyn is FINITE:
                 unit = 10.0**-self.dps if self.dps else UNIT
                 bound += 2 * propagated_rounding(self.blocks, [(b, float(t)) for b, t in steps], self.X, unit)
         if bound <= self.tol:
@@ -237,7 +236,7 @@ class _Pruner:
             if h is None:
                 return None
             out = remove([(b, t if dps else float(t)) for b, t in zip(self.pattern, h, strict=True)], k,
-                         self.depth == "continuous")
+                         self.dyn is CONTINUOUS)
             self.pattern[:] = [b for b, _ in out]
             return out if self.passes(out) else None
         except IntegrationError:  # an overflowing correction, or the deadline
