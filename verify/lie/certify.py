@@ -44,14 +44,10 @@ import scipy.linalg
 from verify.lie.brackets import bracket_matrix
 from verify.lie.hall import Word, basis, degree, str_word
 from verify.lie.rank import degree_scales
-from verify.model.backend import namespace, precision, round_up
+from verify.model.backend import namespace, precision, round_down, round_up
 from verify.model.blocks import Block
 
 DEFAULT_DIGITS = 30
-
-
-def _down(x: Any) -> float:
-    return float(np.nextafter(float(x), -np.inf))
 
 
 def select_columns(M: np.ndarray, m: int) -> list[int]:
@@ -100,7 +96,7 @@ def full_rank(
         radius = max(float(Ma[i, j].rad()) for i in range(m) for j in cols)
         e_up = round_up(normE.upper())
         ok = e_up < 1
-        lower = _down(((1 - normE) / normR).lower()) if ok else 0.0
+        lower = round_down(((1 - normE) / normR).lower()) if ok else 0.0
     return base | {
         "certified": bool(ok and lower > 0),
         "columns": [words[j] for j in cols],

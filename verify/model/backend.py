@@ -53,6 +53,11 @@ def round_up(x: Any) -> float:
     return float(np.nextafter(float(x), np.inf))
 
 
+def round_down(x: Any) -> float:
+    """The float below float(x): a float64 lower bound, as :func:`round_up` is an upper one."""
+    return float(np.nextafter(float(x), -np.inf))
+
+
 @contextmanager
 def precision(dps: int) -> Iterator[None]:
     """Scoped working precision of ``dps`` significant digits for mpmath, gmpy2 and Arb."""
