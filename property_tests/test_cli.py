@@ -178,6 +178,8 @@ def test_rank_causal_reports_gl_d(tmp_path):
     (["--inputs", "BAD.npy", "--seed", "1"], "expected an array of shape (N, n, d)"),
     (["--inputs", "NAN.npy", "--seed", "1"], "finite number"),
     (["--inputs", "X.npy", "--seed", "1", "--dim", "3"], "does not match"),
+    (["--inputs", "X.npy", "--seed", "1", "--dim", "0"], "expected a whole number from 1 to 10^9, got 0"),
+    (["--inputs", "X.npy", "--seed", "1", "--max-degree", "1e3"], "expected a whole number from 1 to 10^9, got '1e3'"),
     (["--inputs", "X.npy", "--blocks", "NOTJSON.json"], "not valid JSON"),
     (["--inputs", "X.npy", "--blocks", "X.npy"], "not a UTF-8 text file"),
     (["--inputs", "TXT.txt", "--seed", "1"], "unknown file type"),

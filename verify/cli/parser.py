@@ -18,13 +18,15 @@ EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 THEOREM_NAMES = ["two_block", "finite_depth", "causal"]  # the registry's names (theorems.registry.THEOREMS)
 
 
-def _positive_int(text: str) -> int:
+def _count(text: str) -> int:
+    """A count given on the command line (a dimension, a degree, a limit): a whole number from
+    1 to 10^9, beyond which no run of this suite could finish."""
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 10^9, got {text!r}") from None
+    if not 1 <= v <= 10**9:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 10^9, got {v}")
     return v
 
 
@@ -50,24 +52,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _limit(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
-    if not 1 <= v <= 10**9:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 10^9, got {v}")
-    return v
-
-
 def parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="verify",
         description="Verification suite for universal interpolation by two frozen attention blocks.",
     )
-    p.add_argument("--max-file-mb", type=_limit, default=Limits().max_bytes // 2**20, metavar="MB",
+    p.add_argument("--max-file-mb", type=_count, default=Limits().max_bytes // 2**20, metavar="MB",
                    help="largest input file read, in MiB (default %(default)s)")
-    p.add_argument("--max-steps", type=_limit, default=Limits().max_steps, metavar="K",
+    p.add_argument("--max-steps", type=_count, default=Limits().max_steps, metavar="K",
                    help="most steps or layers in a witness (default %(default)s)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     for add in (_add_check, _add_rank, _add_interpolate, _add_run, _add_appendix, _add_selfcheck):
@@ -94,7 +86,7 @@ def _add_blocks_source(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--blocks", metavar="B.json", help="JSON with a 'blocks' field (a witness file works)")
     src.add_argument("--seed", type=_seed, help="Gaussian blocks from this seed")
-    p.add_argument("--dim", type=_positive_int, help="token dimension d for --seed (default: the data's)")
+    p.add_argument("--dim", type=_count, help="token dimension d for --seed (default: the data's)")
     p.add_argument("--causal", action="store_true", help="causal masking (overrides the blocks file)")
     p.add_argument("--beta", type=float, default=None, help="inverse temperature (default 1, or the blocks file's)")
 
@@ -106,7 +98,7 @@ def _add_rank(sub: Any) -> None:
                                    "rank is proved in ball arithmetic).")
     r.add_argument("--inputs", required=True, metavar="X", help="collection (N, n, d) as .npy, .npz or .json")
     _add_blocks_source(r)
-    r.add_argument("--max-degree", type=_positive_int, default=rank.DEFAULT_MAX_DEGREE)
+    r.add_argument("--max-degree", type=_count, default=rank.DEFAULT_MAX_DEGREE)
     r.add_argument("--certify", action="store_true", help="prove full rank in Arb ball arithmetic (and gl(d) when causal)")
     r.add_argument("--dps", type=_digits, default=None, help="decide the rank at this many digits")
     r.add_argument("--dump", metavar="M.npz", help="write the bracket matrix and its words (refuses to overwrite)")
@@ -125,7 +117,7 @@ def _add_interpolate(sub: Any) -> None:
     i.add_argument("--method", choices=["lm", "steer"], default="lm", help="lm (default) or bracket steering (continuous)")
     i.add_argument("--tolerance", type=float, default=1e-10, help="claimed max |image - target| (default 1e-10)")
     i.add_argument("--dps", type=_digits, default=None, help="also replay the witness at this many digits")
-    i.add_argument("--max-depth", type=_positive_int, default=None, help="largest number of steps/layers")
+    i.add_argument("--max-depth", type=_count, default=None, help="largest number of steps/layers")
     i.add_argument("--time-budget", type=float, default=60.0, help="seconds of search (default 60)")
     i.add_argument("--search-seed", type=_seed, default=0, help="seed of the random starts (recorded in the witness)")
     i.add_argument("--prune", type=float, default=0.0, metavar="SECONDS",
