@@ -7,7 +7,9 @@ blocks ``gaussian_blocks(seed_i, d)``, all drawn from keys of (seed, m, i).  The
 in work, not seconds (``starts`` random starts of at most the depth's ``max_iter`` Jacobians each, no
 time limit), so the rows are the same on every machine and belong in the deterministic part of a
 report; the seconds go to its timings.  ``make reach`` measures the issue's wall-clock table
-(60 s per instance, sizes up to 128) with the same instances.
+(60 s per instance, sizes up to 128) with the same instances.  Each instance is one unit of a
+sweep (:func:`units`, :mod:`verify.sweep`), so the rows can be computed on a Dask cluster and
+come out the same as in-process.
 
 >>> X, Y, blocks = instance(4, 0, seed=0)
 >>> X.shape, Y.shape, blocks[0].d
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,9 @@ import numpy as np
 from verify.model.blocks import Block, gaussian_blocks
 from verify.search.settings import Settings, resolve
 from verify.search.solver import solve
+from verify.sweep import runner
+from verify.sweep.runner import SweepOptions
+from verify.sweep.unit import Unit
 
 from .instances import indexed_rng
 
@@ -47,34 +51,59 @@ def instance(m: int, index: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray,
     return X, Y, gaussian_blocks(int(g.integers(2**31)), shape[2])
 
 
-def measure(profile: str | dict[str, Any] = "quick", seed: int = 0, progress: Callable[[str], None] | None = None
-            ) -> tuple[list[dict[str, Any]], list[float]]:
-    """One row per (size, depth): instances solved within the work budget and, for the solved
-    ones, the median Jacobians spent, median depth and worst replay error (at the witness's
-    precision), and how many of them replay within tolerance only in high precision; and the
-    seconds each row took.  ``profile`` names one of PROFILES or gives such a dict."""
-    p = PROFILES[profile] if isinstance(profile, str) else profile
-    rows, seconds = [], []
-    for m in p["sizes"]:
-        for depth in DEPTHS:
-            t0, results = time.perf_counter(), []
-            for i in range(p["instances"]):
-                X, Y, blocks = instance(m, i, seed)
-                settings = resolve(Settings(depth=depth, seed=i, time_budget=math.inf, max_starts=p["starts"]))
-                sol = solve(blocks, X, Y, settings)
-                # sol.error is the replay of the returned steps, and success is that error within tolerance
-                results.append((sol.success, sol.depth, sol.jacobians, sol.error, sol.dps))
-                if progress:
-                    progress(f"reach m={m} {depth} instance {i}: {'solved' if results[-1][0] else 'not solved'}")
-            wins = [r for r in results if r[0]]
-            rows.append({
-                "m": m, "shape": list(SHAPES[m]), "depth": depth, "method": "lm", "instances": len(results),
-                "budget": f"{p['starts']} starts x {settings.max_iter} Jacobians",
-                "success_rate": len(wins) / len(results),
-                "median_jacobians_solved": statistics.median(r[2] for r in wins) if wins else None,
-                "median_depth": statistics.median(r[1] for r in wins) if wins else None,
-                "worst_replay_error": max(r[3] for r in wins) if wins else None,
-                "high_precision_witnesses": sum(r[4] is not None for r in wins),
-            })
-            seconds.append(round(time.perf_counter() - t0, 3))
-    return rows, seconds
+def unit(m: int, depth: str, index: int, seed: int, starts: int) -> dict[str, Any]:
+    """One instance solved within the work budget (a sweep unit: a pure function of its
+    arguments): success, depth, Jacobians spent, replay error and the digits of the witness
+    (None: float64)."""
+    X, Y, blocks = instance(m, index, seed)
+    settings = resolve(Settings(depth=depth, seed=index, time_budget=math.inf, max_starts=starts))
+    sol = solve(blocks, X, Y, settings)
+    # sol.error is the replay of the returned steps, and success is that error within tolerance
+    return {"success": sol.success, "depth": sol.depth, "jacobians": sol.jacobians, "error": sol.error, "dps": sol.dps}
+
+
+def units(profile: str | dict[str, Any], seed: int) -> list[Unit]:
+    """The profile's instances as sweep units, row by row ((size, depth) in the order of :func:`rows`;
+    a profile dict may name its ``depths``, both by default)."""
+    p = _profile(profile)
+    return [Unit(task=f"{__name__}:unit", params={"m": m, "depth": depth, "index": i, "seed": seed, "starts": p["starts"]})
+            for m in p["sizes"] for depth in p.get("depths", DEPTHS) for i in range(p["instances"])]
+
+
+def rows(profile: str | dict[str, Any], results: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
+    """One row per (size, depth) from the units' results (None: a unit that failed, counted as
+    not solved and listed in ``failed_units``): instances solved within the work budget and,
+    for the solved ones, the median Jacobians spent, median depth and worst replay error (at
+    the witness's precision), and how many of them replay within tolerance only in high
+    precision."""
+    p = _profile(profile)
+    out, k = [], p["instances"]
+    for r, (m, depth) in enumerate((m, depth) for m in p["sizes"] for depth in p.get("depths", DEPTHS)):
+        row = results[r * k:(r + 1) * k]
+        wins = [x for x in row if x is not None and x["success"]]
+        max_iter = resolve(Settings(depth=depth)).max_iter
+        out.append({
+            "m": m, "shape": list(SHAPES[m]), "depth": depth, "method": "lm", "instances": k,
+            "budget": f"{p['starts']} starts x {max_iter} Jacobians",
+            "success_rate": len(wins) / k,
+            "median_jacobians_solved": statistics.median(x["jacobians"] for x in wins) if wins else None,
+            "median_depth": statistics.median(x["depth"] for x in wins) if wins else None,
+            "worst_replay_error": max(x["error"] for x in wins) if wins else None,
+            "high_precision_witnesses": sum(x["dps"] is not None for x in wins),
+            "failed_units": [i for i, x in enumerate(row) if x is None],
+        })
+    return out
+
+
+def measure(profile: str | dict[str, Any] = "quick", seed: int = 0, progress: Callable[[str], None] | None = None,
+            options: SweepOptions | None = None) -> tuple[list[dict[str, Any]], list[float]]:
+    """The rows of :func:`rows` for the profile (a name of PROFILES or such a dict), computed as
+    a sweep (in-process unless ``options`` say otherwise), and the seconds of work in each row."""
+    sweep = runner.run(units(profile, seed), options or SweepOptions(scheduler="none"), progress)
+    k = _profile(profile)["instances"]
+    seconds = [round(sum(r.seconds for r in sweep.records[j:j + k]), 3) for j in range(0, len(sweep.records), k)]
+    return rows(profile, sweep.results()), seconds
+
+
+def _profile(profile: str | dict[str, Any]) -> dict[str, Any]:
+    return PROFILES[profile] if isinstance(profile, str) else profile

@@ -1,10 +1,11 @@
-"""The registry of theorem checks and the runner behind ``python -m verify run``.
+"""The registry of theorem checks: each theorem's result, as a sweep unit or run here.
 
 Each theorem module defines NAME, TITLE, STATEMENT (plain text), LATEX, HYPOTHESES, PROFILES
-and ``run(profile, seed, progress) -> list[Check]``.  :func:`run` runs the chosen theorems and
-returns one result per theorem (plain dicts, ready for :mod:`verify.reporting.report`) and the seconds
-each took (kept apart: timings are the only part of a report that differs between two runs
-with the same seed).
+and ``run(profile, seed, progress) -> list[Check]``.  :func:`result` is one theorem's result (a
+plain dict, ready for :mod:`verify.reporting.report`); :func:`units` makes the chosen theorems
+units of a sweep (``verify run`` computes them with :mod:`verify.sweep`), and :func:`run` runs
+them here and returns the seconds each took (kept apart: timings are the only part of a
+report that differs between two runs with the same seed).
 
 >>> sorted(THEOREMS)
 ['causal', 'finite_depth', 'two_block']
@@ -12,9 +13,13 @@ with the same seed).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from verify.reporting.results import check
+from verify.sweep.unit import Unit
 
 from . import causal, finite_depth, two_block
 
@@ -27,23 +32,48 @@ def statements() -> dict[str, str]:
     return {name: m.LATEX for name, m in THEOREMS.items()}
 
 
+def result(name: str, profile: str, seed: int, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """One theorem's checks on the profile's instances drawn from ``seed``: its statement and
+    hypotheses, whether every check passed, and the checks (a sweep unit: a pure function of
+    its arguments, ``progress`` aside)."""
+    module = THEOREMS[name]
+    checks = module.run(profile, seed, progress)
+    return _result(module, profile, [c.as_dict() for c in checks])
+
+
+def failed(name: str, profile: str, error: str) -> dict[str, Any]:
+    """The result of a theorem whose unit failed in a sweep (a worker lost twice, an error): one
+    failing check that says so, so that the report cannot pass without it."""
+    module = THEOREMS[name]
+    return _result(module, profile, [check(f"the checks of {name} ran to the end", math.inf, 0.0,
+                                           f"the sweep recorded a failure: {error}").as_dict()])
+
+
+def _result(module: Any, profile: str, checks: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "name": module.NAME,
+        "title": module.TITLE,
+        "statement": module.STATEMENT,
+        "latex": module.LATEX,
+        "hypotheses": list(module.HYPOTHESES),
+        "profile_settings": dict(module.PROFILES[profile]),
+        "passed": all(c["passed"] for c in checks),
+        "checks": checks,
+    }
+
+
+def units(names: Sequence[str] | None, profile: str, seed: int) -> list[Unit]:
+    """The theorems (all by default) as sweep units of :func:`result`."""
+    return [Unit(task=f"{__name__}:result", params={"name": name, "profile": profile, "seed": seed})
+            for name in names or list(THEOREMS)]
+
+
 def run(names: Sequence[str] | None = None, profile: str = "quick", seed: int = 0,
         progress: Callable[[str], None] | None = None) -> tuple[list[dict[str, Any]], dict[str, float]]:
-    """Run the theorems (all by default) on the profile's instances drawn from ``seed``."""
+    """Run the theorems (all by default) here, one after the other, with the seconds each took."""
     results, timings = [], {}
     for name in names or list(THEOREMS):
-        module = THEOREMS[name]
         t0 = time.perf_counter()
-        checks = module.run(profile, seed, progress)
+        results.append(result(name, profile, seed, progress))
         timings[name] = round(time.perf_counter() - t0, 3)
-        results.append({
-            "name": name,
-            "title": module.TITLE,
-            "statement": module.STATEMENT,
-            "latex": module.LATEX,
-            "hypotheses": list(module.HYPOTHESES),
-            "profile_settings": dict(module.PROFILES[profile]),
-            "passed": all(c.passed for c in checks),
-            "checks": [c.as_dict() for c in checks],
-        })
     return results, timings

@@ -13,10 +13,17 @@ solver's finish (by stage), the slowest shape speed of each instance
 networks, median depth, worst replay error of the successes, and how many of the returned
 witnesses replay within their tolerance under the independent implementation
 (``property_tests/independent.py``: explicit loops; networks at the witness's precision, flows
-at 30 digits by Gragg-Bulirsch-Stoer extrapolation; its replay time is not part of the measured
-round).  ``lm`` restarts until the
-budget is spent; the ``plain-lm`` baseline is one start of 300 Jacobians.  A full table takes
-hours: run it as ``make reach`` (or set the variables for a smaller one).
+at 30 digits by Gragg-Bulirsch-Stoer extrapolation; its replay time is not part of an
+instance's seconds).  ``lm`` restarts until the budget is spent; the ``plain-lm`` baseline is
+one start of 300 Jacobians.
+
+Each instance is a unit of a sweep (:mod:`verify.sweep`): ``REACH_SCHEDULER`` ``local`` (default:
+a Dask cluster of one single-threaded process per core, ``REACH_WORKERS`` of them when set),
+``none`` (in this process) or ``tcp://HOST:PORT`` (a running Dask scheduler); every instance is
+journalled to ``REACH_JOURNAL`` (default ``reports/benchmarks/reach-journal.jsonl``) as it ends,
+and ``REACH_RESUME=1`` takes those finished with the same code from there.  A round's wall
+time is the row's on that cluster; the row's times are the instances' own.  A full table
+takes hours: run it as ``make reach`` (or set the variables for a smaller one).
 """
 
 from __future__ import annotations
@@ -24,22 +31,27 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from typing import NamedTuple
 
-import numpy as np
 import pytest
 
 from property_tests import independent
 from theorems.reach import instance
 from verify.search.settings import Settings
 from verify.search.shape_speed import minimal_duration, minimal_step_total, slowest
-from verify.search.solution import Solution
 from verify.search.solver import solve
+from verify.sweep import runner
+from verify.sweep.runner import SweepOptions
+from verify.sweep.unit import Unit
 
 SIZES = [int(s) for s in os.environ.get("REACH_SIZES", "8,18,32,64,128").split(",")]
 INSTANCES = int(os.environ.get("REACH_INSTANCES", "10"))
 SEED = int(os.environ.get("REACH_SEED", "0"))  # the instance generator's seed (the solver was designed on 11 and 12)
 BUDGET = float(os.environ.get("REACH_BUDGET", "60"))
+# Where the instances run (verify.sweep.runner): a local Dask cluster of one process per core by default
+SCHEDULER = os.environ.get("REACH_SCHEDULER", "local")
+WORKERS = int(os.environ["REACH_WORKERS"]) if os.environ.get("REACH_WORKERS") else None
+JOURNAL = os.environ.get("REACH_JOURNAL", "reports/benchmarks/reach-journal.jsonl")
+RESUME = os.environ.get("REACH_RESUME", "") == "1"  # take instances finished with the same code from JOURNAL
 METHODS = {
     "lm": dict(method="lm"),
     # one start of 300 Jacobians, single shooting of 10 m layers or steps, plain steps, straight-path start, X to Y only
@@ -48,55 +60,61 @@ METHODS = {
 }
 
 
-class Run(NamedTuple):
-    """One instance: what the solver returned, the seconds it took, and the instance."""
-
-    sol: Solution
-    seconds: float
-    blocks: tuple
-    X: np.ndarray
-    Y: np.ndarray
-
-
-def solve_all(m: int, depth: str, method: str) -> list[Run]:
-    """Every instance solved (``sol.dps``: None for a float64 witness, else the precision it replays at)."""
-    results = []
-    for inst in range(INSTANCES):
-        X, Y, blocks = instance(m, inst, SEED)
-        settings = Settings(depth=depth, time_budget=BUDGET, seed=inst, **METHODS[method])
-        t0 = time.perf_counter()
-        sol = solve(blocks, X, Y, settings)
-        results.append(Run(sol, time.perf_counter() - t0, blocks, X, Y))
-    return results
+def solve_unit(m: int, depth: str, method: str, index: int, seed: int, budget: float) -> dict:
+    """One instance (a sweep unit): what the solver returned and the seconds it took, the
+    instance's shape-speed and length bounds, and, after the clock, the witness's replay under
+    the independent implementation (``sol.dps``: None for a float64 witness, else its digits)."""
+    X, Y, blocks = instance(m, index, seed)
+    settings = Settings(depth=depth, time_budget=budget, seed=index, **METHODS[method])
+    t0 = time.perf_counter()
+    sol = solve(blocks, X, Y, settings)
+    seconds = time.perf_counter() - t0
+    bound = minimal_step_total if depth == "finite" else minimal_duration
+    return {"success": sol.success, "seconds": seconds, "depth": sol.depth, "error": sol.error, "dps": sol.dps,
+            "lost": sol.lost, "total_duration": sol.total_duration, "slowest": slowest(blocks, X, Y)[0],
+            "bound": bound(blocks, X, Y),
+            "independent_error": _independent_error(blocks, X, Y, sol.steps, sol.dps, depth) if sol.success else None}
 
 
-def summary(m: int, depth: str, method: str, results: list[Run]) -> dict:
-    """The table row; the independent replay of the solved instances happens here, after timing."""
+def solve_all(m: int, depth: str, method: str) -> list[dict | None]:
+    """Every instance of the row as a unit of a sweep (SCHEDULER, WORKERS; journalled to JOURNAL,
+    resumed when RESUME): each unit's result, None where it failed twice."""
+    units = [Unit(task=f"{__name__}:solve_unit", params={"m": m, "depth": depth, "method": method, "index": i,
+                                                         "seed": SEED, "budget": BUDGET}) for i in range(INSTANCES)]
+    sweep = runner.run(units, SweepOptions(scheduler=SCHEDULER, workers=WORKERS, journal=JOURNAL, resume=RESUME), print)
+    print(sweep.summary())
+    return sweep.results()
+
+
+def summary(m: int, depth: str, method: str, results: list[dict | None]) -> dict:
+    """The table row from the units' results (a failed unit counts as unsolved and is listed)."""
     tolerance = Settings().tolerance
-    wins = [r for r in results if r.sol.success]
-    theirs = [_independent_error(r.blocks, r.X, r.Y, r.sol.steps, r.sol.dps, depth) for r in wins]
-    bound, bound_key, total_key = ((minimal_step_total, "minimal_step_totals", "step_totals") if depth == "finite"
-                                   else (minimal_duration, "minimal_durations", "total_durations"))
+    wins = [r for r in results if r is not None and r["success"]]
+    theirs = [r["independent_error"] for r in wins]
+    bound_key, total_key = ("minimal_step_totals", "step_totals") if depth == "finite" else ("minimal_durations",
+                                                                                             "total_durations")
+    ran = [r for r in results if r is not None]
     return {
         "m": m, "depth": depth, "method": method, "seed": SEED, "instances": INSTANCES, "budget_s": BUDGET,
         "success_rate": len(wins) / INSTANCES,
-        "median_time_s": statistics.median(r.seconds for r in results),
-        "max_time_s": max(r.seconds for r in results),  # the budget's overrun, if any
-        "unsolved_instances": [i for i, r in enumerate(results) if not r.sol.success],
+        "median_time_s": statistics.median(r["seconds"] for r in ran) if ran else None,
+        "max_time_s": max((r["seconds"] for r in ran), default=None),  # the budget's overrun, if any
+        "unsolved_instances": [i for i, r in enumerate(results) if r is None or not r["success"]],
+        "failed_units": [i for i, r in enumerate(results) if r is None],
         # per instance, the fits that reached the search tolerance and were lost in the finish, by stage
         # (verify.search.finish.LOSSES)
-        "lost_in_finish": [r.sol.lost for r in results],
+        "lost_in_finish": [r["lost"] if r else None for r in results],
         # the smallest shape speed of each instance's input and target sequences (verify.search.shape_speed)
-        "slowest_shape_speeds": [round(slowest(r.blocks, r.X, r.Y)[0], 4) for r in results],
+        "slowest_shape_speeds": [round(r["slowest"], 4) if r else None for r in results],
         # a lower bound on the total |step| of any network (finite) or |duration| of any control
         # (continuous) from X to Y, and that of each returned network or control
-        bound_key: [round(bound(r.blocks, r.X, r.Y), 2) for r in results],
-        total_key: [round(r.sol.total_duration, 2) if r.sol.success else None for r in results],
-        "median_depth": statistics.median(r.sol.depth for r in wins) if wins else None,
-        "worst_replay_error": max(r.sol.error for r in wins) if wins else None,
+        bound_key: [round(r["bound"], 2) if r else None for r in results],
+        total_key: [round(r["total_duration"], 2) if r and r["success"] else None for r in results],
+        "median_depth": statistics.median(r["depth"] for r in wins) if wins else None,
+        "worst_replay_error": max(r["error"] for r in wins) if wins else None,
         "independent_within_tolerance": sum(e <= tolerance for e in theirs),
         "worst_independent_replay_error": max(theirs) if theirs else None,
-        "high_precision_witnesses": sum(r.sol.dps is not None for r in wins),
+        "high_precision_witnesses": sum(r["dps"] is not None for r in wins),
     }
 
 

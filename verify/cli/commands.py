@@ -27,9 +27,12 @@ from verify.model.dynamics import dynamics
 from verify.reporting import appendix, report, selfcheck, summary
 from verify.search import solver
 from verify.search.settings import Settings
+from verify.sweep import runner
+from verify.sweep.runner import SweepOptions
 from verify.verdicts import replay
 
 CERTIFY_SECONDS = 600.0  # check --certify gives up (UNDECIDED) after ten minutes
+JOURNAL = "journal.jsonl"  # verify run's sweep journal, in its --out directory (resumed with --resume)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -112,15 +115,22 @@ def _progress(quiet: bool) -> Callable[[str], None]:
 
 def _run(args: argparse.Namespace) -> int:
     progress = _progress(args.quiet or args.json or not sys.stderr.isatty())
-    datafiles.output_directory(args.out, "--out")
-    benchmarks = _benchmark_rows(Path(args.out))  # read now: a damaged file is refused before the work
+    out = datafiles.output_directory(args.out, "--out")
+    benchmarks = _benchmark_rows(out)  # read now: a damaged file is refused before the work
+    options = SweepOptions(scheduler=args.scheduler, workers=args.workers, journal=out / JOURNAL, resume=args.resume)
     t0 = time.perf_counter()
-    theorems, seconds = registry.run(args.theorem, args.profile, args.seed, progress)
-    timings: dict = {"theorems": seconds}
+    theorem_units = registry.units(args.theorem, args.profile, args.seed)
+    with_reach = not (args.theorem or args.no_reach)
+    sweep = runner.run(theorem_units + (reach.units(args.profile, args.seed) if with_reach else []), options, progress)
+    records = sweep.records[:len(theorem_units)]
+    theorems = [rec.result if rec.status == "done" else registry.failed(u.params["name"], args.profile, rec.error)
+                for u, rec in zip(theorem_units, records, strict=True)]
+    timings: dict = {"theorems": {u.params["name"]: rec.seconds for u, rec in zip(theorem_units, records, strict=True)}}
     reach_rows = None
-    if not (args.theorem or args.no_reach):
-
-        reach_rows, timings["reach"] = reach.measure(args.profile, args.seed, progress)
+    if with_reach:
+        reach_rows = reach.rows(args.profile, sweep.results()[len(theorem_units):])
+        timings["reach_units_s"] = round(sum(r.seconds for r in sweep.records[len(theorem_units):]), 3)
+    timings["sweep"] = sweep.summary()
     precision = {"working": "float64", "replay_digits": 40, "rank_escalation_digits": list(rank.ESCALATION),
                  "certificates": f"Arb ball arithmetic (python-flint): bracket rank at {certify.DEFAULT_DIGITS} "
                                  "digits, Krawczyk at 50 to 400 digits (escalating); gl(d) exactly over Q"}

@@ -13,6 +13,7 @@ from verify.io import validate
 from verify.io.errors import InputError
 from verify.io.files import Limits
 from verify.lie import rank
+from verify.sweep import runner
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 THEOREM_NAMES = ["two_block", "finite_depth", "causal"]  # the registry's names (theorems.registry.THEOREMS)
@@ -35,6 +36,13 @@ def _seed(text: str) -> int:
         return validate.seed(int(text))
     except (ValueError, InputError):
         raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+
+
+def _scheduler(text: str) -> str:
+    try:
+        return runner.check_scheduler(text)
+    except InputError:
+        raise argparse.ArgumentTypeError(f"expected none, local or tcp://HOST:PORT, got {text[:80]!r}") from None
 
 
 def _digits(text: str) -> int:
@@ -141,6 +149,15 @@ def _add_run(sub: Any) -> None:
                    help="directory for verification.json, summary.md and appendix/ (default: reports)")
     t.add_argument("--no-reach", action="store_true",
                    help="skip the solver-reach measurement on Gaussian targets (skipped anyway with --theorem)")
+    t.add_argument("--scheduler", type=_scheduler, default="local", metavar="WHERE",
+                   help="where the theorem checks and reach instances run: local (default: a Dask cluster of one "
+                        "single-threaded process per core), none (in this process), or tcp://HOST:PORT (a running "
+                        "Dask scheduler); the report is the same, timings aside")
+    t.add_argument("--workers", type=_count, default=None, metavar="N",
+                   help="worker processes of the local cluster (default: one per core)")
+    t.add_argument("--resume", action="store_true",
+                   help="take units finished by an earlier run with the same code from OUT/journal.jsonl "
+                        "instead of computing them again (the report counts them)")
     t.add_argument("--json", action="store_true", help="print the report as JSON")
     t.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
@@ -165,7 +182,8 @@ def _add_selfcheck(sub: Any) -> None:
 
 
 # The engine names its parameters; the command line says which flag sets each.
-FLAGS = {"raise the limit max_bytes": "raise it with --max-file-mb", "raise the limit max_steps": "raise it with --max-steps",
+FLAGS = {"workers=": "--workers ", "scheduler 'local'": "--scheduler local",
+         "raise the limit max_bytes": "raise it with --max-file-mb", "raise the limit max_steps": "raise it with --max-steps",
          "(max_degree)": "(--max-degree)",
          "give dps ": "give --dps ", "(dps)": "(--dps)"}
 
