@@ -100,9 +100,13 @@ def measure(profile: str | dict[str, Any] = "quick", seed: int = 0, progress: Ca
     """The rows of :func:`rows` for the profile (a name of PROFILES or such a dict), computed as
     a sweep (in-process unless ``options`` say otherwise), and the seconds of work in each row."""
     sweep = runner.run(units(profile, seed), options or SweepOptions(scheduler="none"), progress)
+    return rows(profile, sweep.results()), row_seconds(profile, [r.seconds for r in sweep.records])
+
+
+def row_seconds(profile: str | dict[str, Any], seconds: list[float]) -> list[float]:
+    """The seconds of the units of each row (``seconds`` per unit, in the order of :func:`units`)."""
     k = _profile(profile)["instances"]
-    seconds = [round(sum(r.seconds for r in sweep.records[j:j + k]), 3) for j in range(0, len(sweep.records), k)]
-    return rows(profile, sweep.results()), seconds
+    return [round(sum(seconds[j:j + k]), 3) for j in range(0, len(seconds), k)]
 
 
 def _profile(profile: str | dict[str, Any]) -> dict[str, Any]:

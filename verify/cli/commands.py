@@ -129,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
     reach_rows = None
     if with_reach:
         reach_rows = reach.rows(args.profile, sweep.results()[len(theorem_units):])
-        timings["reach_units_s"] = round(sum(r.seconds for r in sweep.records[len(theorem_units):]), 3)
+        timings["reach"] = reach.row_seconds(args.profile, [r.seconds for r in sweep.records[len(theorem_units):]])
     timings["sweep"] = sweep.summary()
     precision = {"working": "float64", "replay_digits": 40, "rank_escalation_digits": list(rank.ESCALATION),
                  "certificates": f"Arb ball arithmetic (python-flint): bracket rank at {certify.DEFAULT_DIGITS} "

@@ -16,10 +16,14 @@ Two versioned schemas.  ``verification-report/1`` (engine self-checks, ``verify 
                    "passed", "checks": [check, ...]}, ...],
      "reach": [{"m", "shape", "depth", "method", "instances", "budget", "success_rate",
                 "median_jacobians_solved", "median_depth", "worst_replay_error",
-                "high_precision_witnesses"}, ...] or null,
+                "high_precision_witnesses", "failed_units"}, ...] or null,
      "versions": {...},
      "timings": {"theorems": {name: seconds}, "reach": [seconds per row], "total_s": ...,
+                 "sweep": {"scheduler", "units", "ran": {where: count}, "retried", "failed", "seconds"},
                  "machine": {...}}}
+
+``sweep`` (:mod:`verify.sweep.records`) says where the units ran; "journal" counts those taken
+from an earlier run's journal (``--resume``).
 
 ``reach`` is the solver measured on independent Gaussian targets (:mod:`theorems.reach`), with
 budgets counted in Jacobians so that it is deterministic; null when the run skipped it.

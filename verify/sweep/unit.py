@@ -7,8 +7,8 @@ computes it, a unit is identified by
 
     key = sha256(task, params, code version)[:16],
 
-where the code version (:func:`code_version`) hashes every source file of ``verify``,
-``theorems`` and the task's own module, with the versions of Python and the numerical
+where the code version (:func:`code_version`) hashes every source file of the project's
+packages and of the package holding the task, with the versions of Python and the numerical
 libraries.  A key finished once need not be computed again (:mod:`verify.sweep.journal`), on
 any machine that has the same code.
 
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 LIBRARIES = ("numpy", "scipy", "mpmath", "python-flint")  # their versions enter the code version
-PACKAGES = ("verify", "theorems")  # every .py file under these enters the code version
+PACKAGES = ("verify", "theorems")  # the project's packages (pyproject.toml): their .py files enter the code version
 
 
 @dataclass(frozen=True)
@@ -73,22 +73,23 @@ def encode(x: Any) -> str:
 
 @functools.cache
 def code_version(task_module: str | None = None) -> str:
-    """A hash of the source files of PACKAGES (and of ``task_module``'s file), the Python
-    version and the versions of LIBRARIES: what a unit's result may depend on besides its
-    parameters."""
+    """A hash of the source files of PACKAGES and of the package holding ``task_module`` (all
+    of it: a unit may import its siblings), the Python version and the versions of LIBRARIES:
+    what a unit's result may depend on besides its parameters."""
     h = hashlib.sha256(platform.python_version().encode())
     for lib in LIBRARIES:
         try:
             h.update(f"{lib}={metadata.version(lib)}".encode())
         except metadata.PackageNotFoundError:
             h.update(f"{lib}=none".encode())
-    files = []
-    for package in PACKAGES:
-        root = Path(importlib.import_module(package).__file__).parent
-        files += sorted(root.rglob("*.py"))
-    if task_module is not None:
-        files.append(Path(importlib.import_module(task_module).__file__))
-    for f in files:
-        h.update(f.name.encode())
-        h.update(f.read_bytes())
+    packages = set(PACKAGES) | ({task_module.partition(".")[0]} if task_module else set())
+    for package in sorted(packages):
+        module = importlib.import_module(package)
+        if hasattr(module, "__path__"):  # a package: all of its files
+            files = sorted(f for root in module.__path__ for f in Path(root).rglob("*.py"))
+        else:  # a single module (a standard-library one has no file of its own to hash)
+            files = [Path(module.__file__)] if getattr(module, "__file__", None) else []
+        for f in files:
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
     return h.hexdigest()[:16]
