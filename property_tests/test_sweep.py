@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from theorems import reach
+from theorems import reach, registry
 from verify.io.errors import InputError
 from verify.sweep import runner
 from verify.sweep.journal import Journal
@@ -97,6 +97,12 @@ def test_a_resumed_sweep_recomputes_nothing_that_finished(tmp_path):
     assert again.summary()["ran"] == {"journal": 5} and again.summary()["seconds"] == 0
     fresh = runner.run(units, SweepOptions(scheduler="none", journal=journal))  # without resume: computed again
     assert len(log.read_text().split()) == 10 and fresh.results() == sweep.results()
+
+
+def test_a_theorem_whose_unit_failed_fails_the_report_and_says_why():
+    t = registry.failed("causal", "quick", "KilledWorker: the worker died twice")
+    assert t["name"] == "causal" and not t["passed"] and len(t["checks"]) == 1
+    assert "KilledWorker: the worker died twice" in t["checks"][0]["origin"] and not t["checks"][0]["passed"]
 
 
 def test_a_unit_key_changes_with_its_parameters_and_the_code():

@@ -1,11 +1,11 @@
-"""The registry of theorem checks: each theorem's result, as a sweep unit or run here.
+"""The registry of theorem checks: each theorem's result, and the theorems as units of a sweep.
 
 Each theorem module defines NAME, TITLE, STATEMENT (plain text), LATEX, HYPOTHESES, PROFILES
 and ``run(profile, seed, progress) -> list[Check]``.  :func:`result` is one theorem's result (a
 plain dict, ready for :mod:`verify.reporting.report`); :func:`units` makes the chosen theorems
-units of a sweep (``verify run`` computes them with :mod:`verify.sweep`), and :func:`run` runs
-them here and returns the seconds each took (kept apart: timings are the only part of a
-report that differs between two runs with the same seed).
+units of a sweep (``verify run`` computes them with :mod:`verify.sweep`, which also keeps the
+seconds each took apart: timings are the only part of a report that differs between two runs
+with the same seed).
 
 >>> sorted(THEOREMS)
 ['causal', 'finite_depth', 'two_block']
@@ -14,7 +14,6 @@ report that differs between two runs with the same seed).
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -66,14 +65,3 @@ def units(names: Sequence[str] | None, profile: str, seed: int) -> list[Unit]:
     """The theorems (all by default) as sweep units of :func:`result`."""
     return [Unit(task=f"{__name__}:result", params={"name": name, "profile": profile, "seed": seed})
             for name in names or list(THEOREMS)]
-
-
-def run(names: Sequence[str] | None = None, profile: str = "quick", seed: int = 0,
-        progress: Callable[[str], None] | None = None) -> tuple[list[dict[str, Any]], dict[str, float]]:
-    """Run the theorems (all by default) here, one after the other, with the seconds each took."""
-    results, timings = [], {}
-    for name in names or list(THEOREMS):
-        t0 = time.perf_counter()
-        results.append(result(name, profile, seed, progress))
-        timings[name] = round(time.perf_counter() - t0, 3)
-    return results, timings
