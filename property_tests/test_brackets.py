@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verify.lie.brackets import bracket_jet, bracket_matrix, field_jet
+from verify.lie.brackets import bracket_jet, bracket_matrix, bracket_values, field_jet
 from verify.lie.hall import basis, counting_degree, degree, parse_word, str_word, witt
 from verify.lie.jets import multiply, tables
 from verify.lie.rank import NOISE_FACTOR, degree_scales
@@ -183,3 +183,82 @@ def test_degenerate_blocks_lose_rank():
     assert np.all(M == 0)
     M, _ = bracket_matrix((b0, b0), X, 4)  # a single block: every bracket is [f, f] = 0, exactly
     assert np.all(M[:, 2:] == 0)
+
+
+@settings(max_examples=10)
+@given(bracket_cases(max_n=2), st.booleans())
+def test_directional_float64_brackets_stay_inside_the_rank_noise_model(case, causal):
+    blocks, X = case
+    blocks = tuple(dataclasses.replace(b, causal=causal) for b in blocks)
+    M, words = bracket_values(blocks, X, 5, method="directional")
+    with precision(30):  # the truth by the other method, the dense jets
+        Mh, _ = bracket_values(blocks, namespace("mpmath").asarray(X), 5, method="dense")
+    W = len(words)
+    M, Mh = M.reshape(-1, W), to_numpy(Mh).reshape(-1, W)
+    scales = degree_scales(blocks, X, Mh, np.array([degree(w) for w in words]))
+    assert (np.linalg.norm(M - Mh, axis=0) / scales).max() <= NOISE_FACTOR * 2.0**-52
+
+
+@pytest.mark.parametrize("shape, causal", [((2, 3, 2), False), ((2, 3, 2), True), ((1, 4, 2), False), ((3, 2, 1), True)])
+def test_directional_brackets_match_30_digits_to_1e_12_and_the_dense_jets_as_far_as_they_are_right(shape, causal):
+    blocks = gaussian_blocks(sum(shape), shape[2], causal=causal)
+    X = np.random.default_rng(sum(shape)).normal(size=shape)
+    dense, words = bracket_values(blocks, X, 7, method="dense")
+    nested, same = bracket_values(blocks, X, 7, method="directional")
+    with precision(30):
+        truth = to_numpy(bracket_values(blocks, namespace("mpmath").asarray(X), 7, method="dense")[0])
+    assert same == words
+    size = np.abs(truth).max(axis=(0, 1))
+    clear = size > 1e-8 * size.max()  # columns that vanish identically (d = 1) are rounding noise in both
+    err = np.abs(nested - truth).max(axis=(0, 1))
+    assert (err[clear] <= 1e-12 * size[clear]).all()
+    # the dense jets lose up to 4e-11 relative here ((3, 2, 1), causal), the nested directions 4e-13
+    assert (np.abs(nested - dense).max(axis=(0, 1)) <= np.abs(dense - truth).max(axis=(0, 1)) + err + 1e-300).all()
+
+
+def test_a_lone_token_is_where_nested_directions_beat_the_dense_jets():
+    # Found by Hypothesis: one token at (0, 2); the dense jets' degree-6 columns reach 3.1e-10 scaled, past
+    # NOISE_FACTOR u = 2.2e-10; the directional ones stay at 4e-16 (docs/numerics.md, 2026-12-03).
+    blocks = gaussian_blocks(1, 2)
+    X = np.array([[[0.0, 2.0]]])
+    M, words = bracket_values(blocks, X, 6, method="directional")
+    with precision(30):
+        Mh, _ = bracket_values(blocks, namespace("mpmath").asarray(X), 6, method="dense")
+    W = len(words)
+    M, Mh = M.reshape(-1, W), to_numpy(Mh).reshape(-1, W)
+    scales = degree_scales(blocks, X, Mh, np.array([degree(w) for w in words]))
+    assert (np.linalg.norm(M - Mh, axis=0) / scales).max() <= NOISE_FACTOR * 2.0**-52
+
+
+def test_directional_brackets_agree_with_the_dense_jets_at_30_digits():
+    blocks = gaussian_blocks(6, 2, causal=True)
+    X = namespace("mpmath").asarray(np.random.default_rng(6).normal(size=(2, 2, 2)))
+    with precision(30):
+        dense, _ = bracket_values(blocks, X, 5, method="dense")
+        nested, _ = bracket_values(blocks, X, 5, method="directional")
+        assert max(abs(a - b) for a, b in zip(dense.ravel(), nested.ravel(), strict=True)) < mpmath.mpf(10) ** -25
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_directional_float64_beyond_the_dense_range_stays_inside_the_rank_noise_model(causal):
+    blocks = gaussian_blocks(7, 2, causal=causal)
+    X = np.random.default_rng(7).normal(size=(1, 5, 2))  # n d = 10: "auto" takes the directional path
+    M, _ = bracket_matrix(blocks, X, 5)
+    with precision(30):
+        Mh, _ = bracket_matrix(blocks, namespace("mpmath").asarray(X), 5)
+    Mh = to_numpy(Mh)
+    scales = degree_scales(blocks, X, Mh, np.array([degree(w) for w in basis(5)]))
+    assert (np.linalg.norm(M - Mh, axis=0) / scales).max() <= NOISE_FACTOR * 2.0**-52
+
+
+def test_directional_arb_enclosures_contain_the_high_precision_values():
+    import flint
+
+    blocks = gaussian_blocks(8, 2)
+    X = np.random.default_rng(8).normal(size=(1, 5, 2))
+    with precision(30):
+        Ma, _ = bracket_matrix(blocks, namespace("arb").asarray(X), 4)
+    with precision(60):
+        Mh, _ = bracket_matrix(blocks, namespace("mpmath").asarray(X), 4)
+        for a, h in zip(Ma.ravel(), Mh.ravel(), strict=True):  # nested variables widen the balls more than jets
+            assert a.contains(flint.arb(str(h))) and a.rad() < 1e-20

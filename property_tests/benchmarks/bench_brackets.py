@@ -4,7 +4,11 @@
 * degree 10 at N=16, n=4, d=2 (m = 128: 226 words, the first degree that can span it);
 * degree 6 against m = 8 ... 128;
 * tiny case n = 2, d = 2, degree 3: our jets vs SymPy's symbolic brackets (baseline);
-* the Arb enclosure used by the certificate, at m = 12 and degree 5.
+* the Arb enclosure used by the certificate, at m = 12 and degree 5;
+* the two paths of :func:`verify.lie.brackets.bracket_values` against n d (4, 8, 16, 32) and
+  degree (4, 6, 8): the dense jets where they run within seconds (n d <= 8) as the baseline of
+  the nested directional derivatives; the directional path at m = 128, degree 10 beside the dense
+  one, and against N (n d = 16, degree 6).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verify.lie.brackets import bracket_matrix
+from verify.lie.brackets import bracket_matrix, bracket_values
 from verify.model.backend import namespace, precision
 from verify.model.blocks import gaussian_blocks
 
@@ -31,10 +35,33 @@ def test_brackets_by_degree_m64(benchmark, K):
     benchmark.pedantic(bracket_matrix, (blocks, X, K), rounds=3 if K < 8 else 2, iterations=1)
 
 
-def test_brackets_degree10_m128(benchmark):
+@pytest.mark.parametrize("method", ["dense", "directional"])
+def test_brackets_degree10_m128(benchmark, method):
     blocks, X = instance(128)
     benchmark.group = "brackets m=128 degree 10"
-    benchmark.pedantic(bracket_matrix, (blocks, X, 10), rounds=1, iterations=1)
+    benchmark.pedantic(bracket_values, (blocks, X, 10, method), rounds=1, iterations=1)
+
+
+BY_ND = {4: (2, 2, 2), 8: (2, 4, 2), 16: (2, 8, 2), 32: (2, 8, 4)}  # n d -> (N, n, d)
+
+
+@pytest.mark.parametrize("method", ["dense", "directional"])
+@pytest.mark.parametrize("K", [4, 6, 8])
+@pytest.mark.parametrize("nd", sorted(BY_ND))
+def test_brackets_by_nd(benchmark, nd, K, method):
+    if method == "dense" and nd > 8:
+        pytest.skip("the dense jets need minutes beyond n d = 8")
+    N, n, d = BY_ND[nd]
+    blocks, X = gaussian_blocks(0, d), np.random.default_rng(nd).normal(size=(N, n, d))
+    benchmark.group = f"brackets by n d, degree {K}"
+    benchmark.pedantic(bracket_values, (blocks, X, K, method), rounds=2, iterations=1)
+
+
+@pytest.mark.parametrize("N", [1, 2, 4, 8])
+def test_directional_brackets_by_N(benchmark, N):
+    blocks, X = gaussian_blocks(0, 2), np.random.default_rng(N).normal(size=(N, 8, 2))
+    benchmark.group = "directional brackets n d = 16, degree 6, by N"
+    benchmark.pedantic(bracket_values, (blocks, X, 6, "directional"), rounds=2, iterations=1)
 
 
 @pytest.mark.parametrize("m", sorted(SHAPES))

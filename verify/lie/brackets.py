@@ -13,7 +13,9 @@ row per (sequence, token, coordinate) and one column per Hall word of degree <= 
 
 Cost: dominated by the field jets and the low-degree brackets, polynomial in
 C(n d + K, K); the whole batch of N sequences is vectorised.  Works in float64 and on object
-arrays (MPFR or Arb balls) alike.
+arrays (MPFR or Arb balls) alike.  Beyond n d = DENSE_MAX_VARIABLES those jets are too many
+(n d = 16 at degree 7: minutes), and :func:`bracket_values` takes the nested directional
+derivatives of :mod:`verify.lie.directional` instead, whose cost does not grow with C(n d + K, K).
 
 >>> import numpy as np
 >>> from verify.model.blocks import gaussian_blocks
@@ -35,11 +37,15 @@ from typing import Any
 
 import numpy as np
 
+from verify.lie import directional
 from verify.lie.hall import Word, basis, degree, str_word
 from verify.lie.jets import Tables, divide, exp_quadratic, hmul, partials, tables
 from verify.model.attention import causal_mask
-from verify.model.backend import namespace_of
+from verify.model.backend import like, namespace_of
 from verify.model.blocks import Block
+
+# n d up to which the dense jets are the faster path (measured: docs/numerics.md, 2026-12-03)
+DENSE_MAX_VARIABLES = 8
 
 
 def field_jet(block: Block, X: Any, order: int) -> list:
@@ -52,13 +58,13 @@ def field_jet(block: Block, X: Any, order: int) -> list:
     N, n, d = X.shape
     D = n * d
     t = tables(D, max(order, 2))
-    Q, K, V = (_like(X, m) for m in (block.Q, block.K, block.V))
+    Q, K, V = (like(X, m) for m in (block.Q, block.K, block.V))
     # linear jets of Q x_s, K x_s, V x_s: degree 0 (N, n, d) and degree 1 (N, n, d, D)
     unit = np.zeros((n, d, D))
     for s in range(n):
         for c in range(d):
             unit[s, c, s * d + c] = 1.0
-    unit = _like(X, unit)
+    unit = like(X, unit)
 
     def linear(M):
         return X @ M.T, np.einsum("ab,sbv->sav", M, unit)[None].repeat(N, axis=0) if N else None
@@ -95,9 +101,6 @@ def field_jet(block: Block, X: Any, order: int) -> list:
     return [f.reshape(N, D, -1) for f in F]
 
 
-def _like(X: Any, a: np.ndarray) -> Any:
-    return namespace_of(X).asarray(a) if X.dtype == object else np.asarray(a, dtype=X.dtype)
-
 
 def bracket_jet(t: Tables, u: list, v: list, order: int) -> list:
     """Jet of [u, v] = Dv u - Du v up to ``order`` from jets of u, v (orders >= order + 1)."""
@@ -122,10 +125,18 @@ def _contract(t: Tables, a: Any, b: Any, j: int, m: int) -> Any:
     return np.add.reduceat(flat[..., perm], starts, axis=-1)
 
 
-def bracket_values(blocks: Sequence[Block], X: Any, max_degree: int) -> tuple[Any, list[Word]]:
-    """Values of every Hall word of degree <= max_degree at every sequence: (N, n d, W)."""
+def bracket_values(blocks: Sequence[Block], X: Any, max_degree: int, method: str = "auto") -> tuple[Any, list[Word]]:
+    """Values of every Hall word of degree <= max_degree at every sequence: (N, n d, W).
+    ``method``: "dense" (the jets here), "directional" (:mod:`verify.lie.directional`) or
+    "auto": dense jets for n d <= DENSE_MAX_VARIABLES, where they are faster, else directional."""
     words = list(basis(max_degree))
     N, n, d = X.shape
+    if method == "auto":
+        method = "dense" if n * d <= DENSE_MAX_VARIABLES else "directional"
+    if method == "directional":
+        return directional.hall_values(blocks, X, words), words
+    if method != "dense":
+        raise ValueError(f"method must be 'auto', 'dense' or 'directional', not {method!r}")
     t = tables(n * d, max(max_degree - 1, 2))
     jets: dict[Word, list] = {0: field_jet(blocks[0], X, max_degree - 1), 1: field_jet(blocks[1], X, max_degree - 1)}
     for w in words[2:]:

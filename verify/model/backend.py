@@ -192,6 +192,11 @@ def namespace_of(x: Any) -> Any:
     return array_api_compat.array_namespace(x)
 
 
+def like(x: Any, a: np.ndarray) -> Any:
+    """The float64 array ``a`` in the namespace and precision of the NumPy array ``x``."""
+    return namespace_of(x).asarray(a) if x.dtype == object else np.asarray(a, dtype=x.dtype)
+
+
 def is_mp(xp: Any) -> bool:
     """True for the high-precision (object array) namespaces."""
     return getattr(xp, "high_precision", False)
