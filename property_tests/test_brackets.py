@@ -152,13 +152,20 @@ def test_sympy_agrees_on_tiny_cases(causal, d):
 @given(bracket_cases(max_n=2))
 def test_float64_and_high_precision_brackets_agree(case):
     blocks, X = case
-    M, _ = bracket_matrix(blocks, X, 5)
-    with precision(30):
-        Mh, _ = bracket_matrix(blocks, namespace("mpmath").asarray(X), 5)
-    Mh = to_numpy(Mh)
-    scales = degree_scales(blocks, X, Mh, np.array([degree(w) for w in basis(5)]))
     # the scaled-column error must stay inside the noise model the rank decision relies on
-    assert (np.linalg.norm(M - Mh, axis=0) / scales).max() <= NOISE_FACTOR * 2.0**-52
+    assert _scaled_error(blocks, X, 5, "dense") <= NOISE_FACTOR * 2.0**-52
+
+
+def _scaled_error(blocks, X, K, method):
+    """Largest scaled column error (verify.lie.rank.degree_scales) of ``method`` in float64
+    against the dense jets at 30 digits."""
+    M, words = bracket_values(blocks, X, K, method=method)
+    with precision(30):
+        Mh, _ = bracket_values(blocks, namespace("mpmath").asarray(X), K, method="dense")
+    W = len(words)
+    M, Mh = M.reshape(-1, W), to_numpy(Mh).reshape(-1, W)
+    scales = degree_scales(blocks, X, Mh, np.array([degree(w) for w in words]))
+    return (np.linalg.norm(M - Mh, axis=0) / scales).max()
 
 
 def test_arb_enclosures_contain_the_high_precision_values():
@@ -190,13 +197,7 @@ def test_degenerate_blocks_lose_rank():
 def test_directional_float64_brackets_stay_inside_the_rank_noise_model(case, causal):
     blocks, X = case
     blocks = tuple(dataclasses.replace(b, causal=causal) for b in blocks)
-    M, words = bracket_values(blocks, X, 5, method="directional")
-    with precision(30):  # the truth by the other method, the dense jets
-        Mh, _ = bracket_values(blocks, namespace("mpmath").asarray(X), 5, method="dense")
-    W = len(words)
-    M, Mh = M.reshape(-1, W), to_numpy(Mh).reshape(-1, W)
-    scales = degree_scales(blocks, X, Mh, np.array([degree(w) for w in words]))
-    assert (np.linalg.norm(M - Mh, axis=0) / scales).max() <= NOISE_FACTOR * 2.0**-52
+    assert _scaled_error(blocks, X, 5, "directional") <= NOISE_FACTOR * 2.0**-52
 
 
 @pytest.mark.parametrize("shape, causal", [((2, 3, 2), False), ((2, 3, 2), True), ((1, 4, 2), False), ((3, 2, 1), True)])
@@ -216,18 +217,12 @@ def test_directional_brackets_match_30_digits_to_1e_12_and_the_dense_jets_as_far
     assert (np.abs(nested - dense).max(axis=(0, 1)) <= np.abs(dense - truth).max(axis=(0, 1)) + err + 1e-300).all()
 
 
-def test_a_lone_token_is_where_nested_directions_beat_the_dense_jets():
+def test_a_lone_token_stays_inside_the_noise_model_on_the_directional_path():
     # Found by Hypothesis: one token at (0, 2); the dense jets' degree-6 columns reach 3.1e-10 scaled, past
     # NOISE_FACTOR u = 2.2e-10; the directional ones stay at 4e-16 (docs/numerics.md, 2026-12-03).
     blocks = gaussian_blocks(1, 2)
     X = np.array([[[0.0, 2.0]]])
-    M, words = bracket_values(blocks, X, 6, method="directional")
-    with precision(30):
-        Mh, _ = bracket_values(blocks, namespace("mpmath").asarray(X), 6, method="dense")
-    W = len(words)
-    M, Mh = M.reshape(-1, W), to_numpy(Mh).reshape(-1, W)
-    scales = degree_scales(blocks, X, Mh, np.array([degree(w) for w in words]))
-    assert (np.linalg.norm(M - Mh, axis=0) / scales).max() <= NOISE_FACTOR * 2.0**-52
+    assert _scaled_error(blocks, X, 6, "directional") <= NOISE_FACTOR * 2.0**-52
 
 
 def test_directional_brackets_agree_with_the_dense_jets_at_30_digits():
@@ -243,12 +238,7 @@ def test_directional_brackets_agree_with_the_dense_jets_at_30_digits():
 def test_directional_float64_beyond_the_dense_range_stays_inside_the_rank_noise_model(causal):
     blocks = gaussian_blocks(7, 2, causal=causal)
     X = np.random.default_rng(7).normal(size=(1, 5, 2))  # n d = 10: "auto" takes the directional path
-    M, _ = bracket_matrix(blocks, X, 5)
-    with precision(30):
-        Mh, _ = bracket_matrix(blocks, namespace("mpmath").asarray(X), 5)
-    Mh = to_numpy(Mh)
-    scales = degree_scales(blocks, X, Mh, np.array([degree(w) for w in basis(5)]))
-    assert (np.linalg.norm(M - Mh, axis=0) / scales).max() <= NOISE_FACTOR * 2.0**-52
+    assert _scaled_error(blocks, X, 5, "auto") <= NOISE_FACTOR * 2.0**-52
 
 
 def test_directional_arb_enclosures_contain_the_high_precision_values():
