@@ -97,6 +97,12 @@ def test_a_resumed_sweep_recomputes_nothing_that_finished(tmp_path):
     assert again.summary()["ran"] == {"journal": 5} and again.summary()["seconds"] == 0
     fresh = runner.run(units, SweepOptions(scheduler="none", journal=journal))  # without resume: computed again
     assert len(log.read_text().split()) == 10 and fresh.results() == sweep.results()
+    # a record under a unit's key but with other parameters is not taken: the unit is computed again
+    forged = json.loads(journal.read_text().splitlines()[-1])
+    forged |= {"params": {"log": str(log), "x": 99}, "result": -1}
+    journal.write_text(journal.read_text() + json.dumps(forged) + "\n")
+    again = runner.run(units, options)
+    assert again.results() == sweep.results() and again.records[-1].where == "in-process"
 
 
 def test_a_theorem_whose_unit_failed_fails_the_report_and_says_why():
@@ -130,7 +136,8 @@ def test_a_damaged_journal_is_refused_in_one_line(tmp_path):
 
 @pytest.mark.parametrize("flags, message", [(["--scheduler", "ftp://x:1"], "expected none, local or tcp://HOST:PORT"),
                                             (["--scheduler", "none", "--workers", "2"], "--workers 2 needs --scheduler local"),
-                                            (["--workers", "0"], "from 1 to 10^9")])
+                                            (["--workers", "0"], "from 1 to 10^9"),
+                                            (["--workers", "100000"], "more than 4 per core")])
 def test_verify_run_refuses_bad_sweep_flags(tmp_path, flags, message):
     p = subprocess.run([sys.executable, "-m", "verify", "run", *flags, "--out", str(tmp_path)],
                        capture_output=True, text=True)

@@ -51,6 +51,7 @@ IN_PROCESS = "in-process"
 ADDRESS = re.compile(r"tcp://[A-Za-z0-9.\-]+:[0-9]{1,5}|tcp://\[[0-9A-Fa-f:]+\]:[0-9]{1,5}")
 CONNECT_SECONDS = 10  # waiting for an existing scheduler to answer
 POLL_SECONDS = 1.0  # how often in-flight units are checked against their timeout
+MAX_WORKERS_PER_CORE = 4  # a local cluster larger than this only makes the units compete (and can exhaust memory)
 SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
@@ -74,6 +75,9 @@ class SweepOptions:
         if self.workers is not None and (self.scheduler != "local" or self.workers < 1):
             raise InputError(f"workers={self.workers} needs scheduler 'local' and a count >= 1; an existing cluster "
                              "has the workers that joined it, and 'none' runs in this process")
+        if self.workers is not None and self.workers > MAX_WORKERS_PER_CORE * default_workers():
+            raise InputError(f"workers={self.workers} is more than {MAX_WORKERS_PER_CORE} per core on this machine "
+                             f"({default_workers()} cores); more processes only compete for them")
         if self.resume and self.journal is None:
             raise InputError("resume needs a journal to resume from")
         if self.retries < 0 or (self.timeout is not None and not self.timeout > 0):
@@ -103,9 +107,10 @@ def run(units: Sequence[Unit], options: SweepOptions, progress: Callable[[str], 
     keys = [u.key(versions[u.task]) for u in units]
     finished = journal.finished() if (journal and options.resume) else {}
     records: list[UnitRecord | None] = [None] * len(units)
-    for i, k in enumerate(keys):
-        if k in finished:
-            records[i] = UnitRecord(**(finished[k].as_dict() | {"where": JOURNAL}))
+    for i, (u, k) in enumerate(zip(units, keys, strict=True)):
+        rec = finished.get(k)
+        if rec is not None and (rec.task, rec.params, rec.version) == (u.task, u.params, versions[u.task]):
+            records[i] = UnitRecord(**(rec.as_dict() | {"where": JOURNAL}))  # a record under another unit's key is ignored
     pending = [i for i, r in enumerate(records) if r is None]
     meter = _Meter(len(units), len(units) - len(pending), progress)
 
