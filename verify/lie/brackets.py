@@ -101,7 +101,6 @@ def field_jet(block: Block, X: Any, order: int) -> list:
     return [f.reshape(N, D, -1) for f in F]
 
 
-
 def bracket_jet(t: Tables, u: list, v: list, order: int) -> list:
     """Jet of [u, v] = Dv u - Du v up to ``order`` from jets of u, v (orders >= order + 1)."""
     du = [partials(t, u[k + 1], k + 1) for k in range(order + 1)]  # (N, D_i, D_l, n_k)
