@@ -35,7 +35,7 @@ import numpy as np
 
 from verify.lie import hyperdual
 from verify.lie.hall import Word
-from verify.model.attention import causal_mask
+from verify.model.attention import shifted_exp
 from verify.model.backend import like, namespace_of
 from verify.model.blocks import Block
 
@@ -48,8 +48,7 @@ def field(block: Block, Y: Any, xp: Any) -> Any:
     Q, K, V = (like(Y, m) for m in (block.Q, block.K, block.V))
     QX, KX, VX = Y @ Q.T, Y @ K.T, Y @ V.T
     L = block.beta * hyperdual.mul(QX[:, :, :, None, :], KX[:, :, None, :, :]).sum(axis=-1)  # (2^j, N, n, n)
-    n = Y.shape[2]
-    P = hyperdual.softmax(L, xp, np.asarray(causal_mask(xp, n), dtype=bool) if block.causal else None)
+    P = hyperdual.softmax(L, shifted_exp(xp, L[0], block.causal))
     return hyperdual.mul(P[..., None], VX[:, :, None, :, :]).sum(axis=-2)
 
 

@@ -14,7 +14,7 @@ Entries may be float64 or object arrays (MPFR, mpmath or Arb balls: :mod:`verify
 >>> x = np.array([2.0, 1.0, 1.0, 0.0])   # 2 + e1 + e2
 >>> mul(x, x)                            # 4 + 4 e1 + 4 e2 + 2 e1 e2
 array([4., 4., 4., 2.])
->>> p = softmax(np.array([[0.0, 0.0], [1.0, -1.0]]), np)   # weights of logits (e, -e)
+>>> p = softmax(np.array([[0.0, 0.0], [1.0, -1.0]]), np.ones(2))   # weights of logits (e, -e)
 >>> p.tolist()                                              # 1/2 -+ e/2
 [[0.5, 0.5], [0.5, -0.5]]
 """
@@ -59,16 +59,14 @@ def mul(a: Any, b: Any) -> Any:
     return np.add.reduceat(a[T] * b[U], starts, axis=0)
 
 
-def softmax(a: Any, xp: Any, mask: Any = None) -> Any:
-    """softmax over the last axis (entries outside ``mask`` weigh 0).  With a = a' + e_i a'',
-    softmax(a) = p' + e_i p' (a'' - sum_t p'_t a''_t): the derivative formula of the attention
-    weights, with no quotient whose parts cancel (a row of one token gets exactly 1)."""
+def softmax(a: Any, exp0: Any) -> Any:
+    """softmax over the last axis, given ``exp0`` = exp(a[0] - row shift) on the admissible
+    entries and 0 elsewhere (:func:`verify.model.attention.shifted_exp`).  With a = a' + e_i a''
+    (a', a'' free of e_i, i the highest variable), softmax(a) = p' + e_i p' (a'' - sum_t p'_t a''_t):
+    the derivative formula of the attention weights, with no quotient whose parts cancel (a row
+    of one token gets exactly 1).  Entries of weight 0 stay 0 at every level."""
     out = np.empty_like(a)
-    row = a[0] - np.max(a[0] if mask is None else np.where(mask, a[0], a[0][..., :1]), axis=-1, keepdims=True)
-    e = xp.exp(row)
-    if mask is not None:
-        e = np.where(mask, e, 0 * e)
-    out[0] = e / e.sum(axis=-1, keepdims=True)
+    out[0] = exp0 / exp0.sum(axis=-1, keepdims=True)
     for i in range(level(a)):
         lo = 1 << i
         mean = mul(out[:lo], a[lo:2 * lo]).sum(axis=-1, keepdims=True)
