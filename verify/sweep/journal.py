@@ -54,10 +54,12 @@ class Journal:
         lines = read_bytes(self.path, Limits(max_bytes=MAX_BYTES)).split(b"\n")
         out: dict[str, UnitRecord] = {}
         for number, line in enumerate(lines, 1):
-            if not _parses(line):  # empty, or cut short by a kill: the unit is computed again
+            try:
+                obj = json.loads(line)
+            except ValueError:  # empty, or cut short by a kill: the unit is computed again
                 continue
             try:
-                rec = UnitRecord(**json.loads(line))
+                rec = UnitRecord(**obj)
             except (ValueError, TypeError) as exc:
                 raise InputError(f"{self.path}: line {number} is not a journal record ({str(exc)[:80]}); remove "
                                  "the line or the file, or run without resuming") from None
@@ -77,10 +79,3 @@ class Journal:
             cut = size > 0 and os.pread(fd, 1, size - 1) != b"\n"  # a line left cut short by a kill
             f.write((("\n" if cut else "") + encode(record.as_dict()) + "\n").encode())
 
-
-def _parses(line: bytes) -> bool:
-    try:
-        json.loads(line)
-    except ValueError:
-        return False
-    return True
