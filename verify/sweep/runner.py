@@ -17,9 +17,10 @@ Failures: a unit that raises, whose worker dies, or (cluster schedulers) that ru
 failed with the last error; it is never dropped.  On the local cluster the scheduler's own
 retries are switched off (``allowed-failures`` 0) so that the count is this module's; an
 existing cluster applies its own setting first.  At most as many units are in flight as the
-cluster has threads, so a unit's clock starts about when it does; a unit over its time has
-its worker process ended (its nanny starts a fresh one; a worker without one is lost).  In-process units cannot be stopped, so
-``timeout`` needs a cluster.
+cluster has threads, and a unit's clock starts when the scheduler first reports it on a
+worker (checked every POLL_SECONDS), so the seconds a restarted worker takes to come back do
+not count; a unit over its time has its worker process ended (its nanny starts a fresh one; a
+worker without one is lost).  In-process units cannot be stopped, so ``timeout`` needs a cluster.
 
 Journal (:mod:`verify.sweep.journal`): every record is appended as its unit ends; with
 ``resume`` the units whose key has a finished record are taken from it, not computed.
@@ -183,7 +184,7 @@ def _on_cluster(client: Any, units: Sequence[Unit], pending: list[int], options:
 
     queue = list(reversed(pending))
     attempts = dict.fromkeys(pending, 0)
-    flight: dict[Any, tuple[int, float]] = {}  # future -> (unit index, submission time)
+    flight: dict[Any, tuple[int, float | None]] = {}  # future -> (unit index, when a worker took it, or None)
     while queue or flight:
         capacity = max(1, sum(client.nthreads().values()))
         while queue and len(flight) < capacity:
@@ -191,17 +192,20 @@ def _on_cluster(client: Any, units: Sequence[Unit], pending: list[int], options:
             attempts[i] += 1
             u = units[i]
             f = client.submit(execute, u.task, u.params, key=f"unit-{i}-{attempts[i]}-{time.time_ns()}", pure=False)
-            flight[f] = (i, time.perf_counter())
+            flight[f] = (i, None)
         try:
             done, _ = wait(list(flight), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
         except TimeoutError:  # nothing ended within the poll; check the clocks
             done = set()
         now = time.perf_counter()
+        if options.timeout is not None:  # a unit's clock starts when a worker takes it, not while workers restart
+            running = {key for keys in client.processing().values() for key in keys}
+            flight.update({f: (i, now) for f, (i, started) in flight.items() if started is None and f.key in running})
         for f in list(flight):
             i, started = flight[f]
             if f in done:
                 outcome = _outcome(f)
-            elif options.timeout is not None and now - started > options.timeout:
+            elif started is not None and now - started > options.timeout:
                 outcome = {"status": "failed", "error": f"timed out after {options.timeout:g} s", "where": _stop(client, f),
                            "seconds": round(now - started, 3)}
             else:
