@@ -128,22 +128,23 @@ def _hp_nested_fd(blocks, X):
 
 
 @settings(max_examples=10)
-@given(bracket_cases())
-def test_degree_three_brackets_match_nested_high_precision_differences(case):
+@given(bracket_cases(), st.sampled_from(["dense", "directional"]))
+def test_degree_three_brackets_match_nested_high_precision_differences(case, method):
     blocks, X = case
-    M, words = bracket_matrix(blocks, X, 3)
+    M, words = bracket_matrix(blocks, X, 3, method)
     for w, col in _hp_nested_fd(blocks, X).items():
         j = words.index(w)
         assert np.abs(M[:, j] - col).max() <= 1e-12 * (1 + np.abs(col).max())
 
 
+@pytest.mark.parametrize("method", ["dense", "directional"])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("d", [1, 2])
-def test_sympy_agrees_on_tiny_cases(causal, d):
+def test_sympy_agrees_on_tiny_cases(causal, d, method):
     symbolic = pytest.importorskip("property_tests.symbolic")
     blocks = gaussian_blocks(11 + d, d, causal=causal, beta=0.7)
     seq = np.random.default_rng(d).normal(size=(1, 2, d))
-    M, words = bracket_matrix(blocks, seq, 3)
+    M, words = bracket_matrix(blocks, seq, 3, method)
     cols = symbolic.bracket_columns(blocks, seq[0])
     for w, col in cols.items():
         assert np.abs(M[:, words.index(w)] - col).max() <= 1e-13 * (1 + np.abs(col).max())

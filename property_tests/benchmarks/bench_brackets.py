@@ -8,7 +8,8 @@
 * the two paths of :func:`verify.lie.brackets.bracket_values` against n d (4, 8, 16, 32) and
   degree (4, 6, 8): the dense jets where they run within seconds (n d <= 8) as the baseline of
   the nested directional derivatives; the directional path at m = 128, degree 10 beside the dense
-  one, and against N (n d = 16, degree 6).
+  one and beside the directional path with one nilpotent variable per step (before runs of one
+  word became Taylor variables), and against N (n d = 16, degree 6).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from verify.lie import directional
 from verify.lie.brackets import bracket_matrix, bracket_values
+from verify.lie.hall import basis
 from verify.model.backend import namespace, precision
 from verify.model.blocks import gaussian_blocks
 
@@ -35,11 +38,14 @@ def test_brackets_by_degree_m64(benchmark, K):
     benchmark.pedantic(bracket_matrix, (blocks, X, K), rounds=3 if K < 8 else 2, iterations=1)
 
 
-@pytest.mark.parametrize("method", ["dense", "directional"])
+@pytest.mark.parametrize("method", ["dense", "directional", "directional, a variable per step"])
 def test_brackets_degree10_m128(benchmark, method):
     blocks, X = instance(128)
     benchmark.group = "brackets m=128 degree 10"
-    benchmark.pedantic(bracket_values, (blocks, X, 10, method), rounds=1, iterations=1)
+    if method == "directional, a variable per step":  # the directional path before runs became Taylor variables
+        benchmark.pedantic(directional.hall_values, (blocks, X, basis(10), False), rounds=1, iterations=1)
+    else:
+        benchmark.pedantic(bracket_values, (blocks, X, 10, method), rounds=1, iterations=1)
 
 
 BY_ND = {4: (2, 2, 2), 8: (2, 4, 2), 16: (2, 8, 2), 32: (2, 8, 4)}  # n d -> (N, n, d)

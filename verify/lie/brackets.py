@@ -44,8 +44,8 @@ from verify.model.attention import causal_mask
 from verify.model.backend import like, namespace_of
 from verify.model.blocks import Block
 
-# n d up to which the dense jets are the faster path (measured: docs/numerics.md, 2026-12-03)
-DENSE_MAX_VARIABLES = 8
+# n d up to which the dense jets are the faster path (measured: docs/numerics.md, 2026-12-03, second entry)
+DENSE_MAX_VARIABLES = 6
 
 
 def field_jet(block: Block, X: Any, order: int) -> list:
@@ -145,8 +145,9 @@ def bracket_values(blocks: Sequence[Block], X: Any, max_degree: int, method: str
     return stack, words
 
 
-def bracket_matrix(blocks: Sequence[Block], X: Any, max_degree: int) -> tuple[Any, list[str]]:
-    """The (N n d) x W bracket matrix (rows: sequence, token, coordinate) and its word labels."""
-    vals, words = bracket_values(blocks, X, max_degree)
+def bracket_matrix(blocks: Sequence[Block], X: Any, max_degree: int, method: str = "auto") -> tuple[Any, list[str]]:
+    """The (N n d) x W bracket matrix (rows: sequence, token, coordinate) and its word labels;
+    ``method`` as in :func:`bracket_values`."""
+    vals, words = bracket_values(blocks, X, max_degree, method)
     N = vals.shape[0]
     return vals.reshape(N * vals.shape[1], -1), [str_word(w) for w in words]
