@@ -1,6 +1,6 @@
 """Constructive interpolation: a control (or network) mapping the inputs onto the targets.
 
-Two methods, both after :func:`verify.lie.invariants.check_admissible` has refused targets that an
+Three methods, all after :func:`verify.lie.invariants.check_admissible` has refused targets that an
 invariant forbids:
 
 * ``lm`` (default): multiple shooting (:mod:`verify.search.shooting`): ``steps_per_dim * m`` steps of
@@ -48,6 +48,9 @@ invariant forbids:
   :func:`verify.search.population.population_lm`).  ``steps_per_dim=10, segments=1, population=1,
   max_starts=1, max_iter=300, acceleration=0, states="path", directions=("forward",)`` is the
   plain single-start Levenberg-Marquardt fit, the benchmark's baseline.
+* ``costate``: costate (Pontryagin) shooting for the alternating pattern, tracked by
+  pseudo-arclength continuation from random durations (:mod:`verify.search.costate`; continuous
+  depth only; issue 42, measured in docs/solver-reach.md).
 * ``steer``: bracket steering along the path to the targets (:mod:`verify.search.steering`): each move
   aims a fraction of the way, Newton on the bracket coefficients realises it by commutators of
   flows; the fraction grows after a success and halves after a failure.  Measured reach is
@@ -86,6 +89,7 @@ from verify.lie.invariants import check_admissible, check_blocks_move
 from verify.model.blocks import Block
 from verify.model.dynamics import FINITE
 from verify.model.network import propagated_rounding
+from verify.search import costate
 from verify.search.diagnosis import not_found
 from verify.search.finish import (
     HIGH_DPS,
@@ -149,8 +153,12 @@ def _solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         if settings.depth == "finite":
             raise InputError("method 'steer' builds continuous controls only; use method 'lm' for finite depth")
         return steer_solve(blocks, X, Y, settings, progress)
+    if settings.method == "costate":
+        if settings.depth == "finite":
+            raise InputError("method 'costate' builds continuous controls only; use method 'lm' for finite depth")
+        return _costate_solve(blocks, X, Y, settings)
     if settings.method != "lm":
-        raise InputError(f"unknown method {settings.method!r}; choose 'lm' or 'steer'")
+        raise InputError(f"unknown method {settings.method!r}; choose 'lm', 'steer' or 'costate'")
     if not settings.directions or not set(settings.directions) <= {"forward", "backward"}:
         raise InputError(f"directions {settings.directions!r}: choose one or both of 'forward' and 'backward'")
     if not settings.phases or not all(map(valid_phase, settings.phases)):
@@ -306,6 +314,20 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     return Solution.of(found.steps, success=ok, message=msg, error=found.error, moves=rec.starts,
                        jacobians=rec.jacobians + extra_jacobians[0], wall_time=time.perf_counter() - t0,
                        settings=asdict(settings), seeds=keys, dps=found.dps, lost=dict(lost))
+
+
+def _costate_solve(blocks, X, Y, settings: Settings) -> Solution:
+    t0 = time.perf_counter()
+    rec = costate.search(blocks, X, Y, settings.tolerance, settings.seed, t0 + settings.time_budget, settings.acceleration)
+    found = rec.found or Finished()
+    ok = found.error <= settings.tolerance
+    stops = Counter(p.stop.split(" at s = ")[0] for p in rec.paths)
+    msg = (f"reached the targets after {rec.starts} continuation(s)" if ok else
+           f"not found within {settings.time_budget:.3g} s: {rec.starts} continuation(s) ("
+           + ", ".join(f"{k}: {v}" for k, v in sorted(stops.items())) + ")")
+    return Solution.of(found.steps, success=ok, message=msg, error=found.error, moves=rec.starts, jacobians=rec.jacobians,
+                       wall_time=time.perf_counter() - t0, settings=asdict(settings), seeds=rec.keys, dps=found.dps,
+                       lost=rec.lost)
 
 
 def _phases(shoot: Shooting, settings: Settings, backward: list[bool], search_tol: float, t0: float,
