@@ -72,7 +72,8 @@ def solve_unit(m: int, depth: str, method: str, index: int, seed: int, budget: f
     sol = solve(blocks, X, Y, settings)
     seconds = time.perf_counter() - t0
     bound = minimal_step_total if depth == "finite" else minimal_duration
-    return {"success": sol.success, "seconds": seconds, "depth": sol.depth, "error": sol.error, "dps": sol.dps,
+    return {"success": sol.success, "message": sol.message, "seconds": seconds, "depth": sol.depth, "error": sol.error,
+            "dps": sol.dps,
             "lost": sol.lost, "total_duration": sol.total_duration, "slowest": slowest(blocks, X, Y)[0],
             "bound": bound(blocks, X, Y),
             "independent_error": _independent_error(blocks, X, Y, sol.steps, sol.dps, depth) if sol.success else None}

@@ -275,6 +275,18 @@ def continuation(shot: Costate, Y: np.ndarray, tau_start: np.ndarray, *, tol: fl
     return path
 
 
+def furthest(paths: Sequence[Path]) -> str:
+    """The path that got furthest in s, as a clause: s, and along it the largest condition
+    number, the largest energy, the smallest token separation and the token norms' range."""
+    best = max((p for p in paths if p.points), key=lambda p: p.s, default=None)
+    if best is None:
+        return ""
+    pts = best.points
+    return (f"; furthest s = {best.s:.3g}: condition number up to {max(q['cond'] for q in pts):.2g}, energy up to "
+            f"{max(q['energy'] for q in pts):.3g}, token separation down to {min(q['min_separation'] for q in pts):.2g}, "
+            f"token norms {min(q['min_norm'] for q in pts):.2g} to {max(q['max_norm'] for q in pts):.2g}")
+
+
 def _tangent(A: np.ndarray, previous: np.ndarray | None) -> np.ndarray | None:
     """Unit null vector of A (k x (k + 1)), oriented along ``previous`` (or s increasing)."""
     if not np.isfinite(A).all():

@@ -324,7 +324,7 @@ def _costate_solve(blocks, X, Y, settings: Settings) -> Solution:
     stops = Counter(p.stop.split(" at s = ")[0] for p in rec.paths)
     msg = (f"reached the targets after {rec.starts} continuation(s)" if ok else
            f"not found within {settings.time_budget:.3g} s: {rec.starts} continuation(s) ("
-           + ", ".join(f"{k}: {v}" for k, v in sorted(stops.items())) + ")")
+           + ", ".join(f"{k}: {v}" for k, v in sorted(stops.items())) + ")" + costate.furthest(rec.paths))
     return Solution.of(found.steps, success=ok, message=msg, error=found.error, moves=rec.starts, jacobians=rec.jacobians,
                        wall_time=time.perf_counter() - t0, settings=asdict(settings), seeds=rec.keys, dps=found.dps,
                        lost=rec.lost)
