@@ -15,7 +15,8 @@ witnesses replay within their tolerance under the independent implementation
 (``property_tests/independent.py``: explicit loops; networks at the witness's precision, flows
 at 30 digits by Gragg-Bulirsch-Stoer extrapolation; its replay time is not part of an
 instance's seconds).  ``lm`` restarts until the budget is spent; the ``plain-lm`` baseline is
-one start of 300 Jacobians; ``costate`` is costate shooting (issue 42).
+one start of 300 Jacobians; ``costate`` is costate shooting and ``hub`` the
+search through a hub (issue 42).
 
 Each instance is a unit of a sweep (:mod:`verify.sweep`): ``REACH_SCHEDULER`` ``local`` (default:
 a Dask cluster of one single-threaded process per core, ``REACH_WORKERS`` of them when set),
@@ -59,6 +60,8 @@ METHODS = {
                      states="path", directions=("forward",), phases=({"share": 1.0},)),
     # costate (Pontryagin) shooting by continuation (verify.search.costate; continuous depth only; issue 42)
     "costate": dict(method="costate"),
+    # X -> hub and Y -> hub by lm, composed (verify.search.hub; continuous depth only; issue 42)
+    "hub": dict(method="hub"),
 }
 
 
@@ -148,8 +151,8 @@ def _independent_error(blocks, X, Y, steps, digits, depth: str) -> float:
 @pytest.mark.parametrize("depth", ["finite", "continuous"])
 @pytest.mark.parametrize("m", SIZES)
 def test_reach(benchmark, m, depth, method):
-    if method == "costate" and depth == "finite":
-        pytest.skip("costate shooting builds continuous controls only")
+    if method in ("costate", "hub") and depth == "finite":
+        pytest.skip(f"method {method} builds continuous controls only")
     benchmark.group = f"reach m={m} {depth}"
     results = benchmark.pedantic(solve_all, (m, depth, method), rounds=1, iterations=1)
     out = summary(m, depth, method, results)

@@ -20,7 +20,7 @@ class Settings:
 
     tolerance: float = 1e-10
     depth: str = "continuous"  # or "finite"
-    method: str = "lm"  # or "steer", or "costate" (verify.search.costate)
+    method: str = "lm"  # or "steer", "costate" (verify.search.costate) or "hub" (verify.search.hub)
     seed: int = 0
     steps_per_dim: float | None = None  # lm: control length = steps_per_dim * m (None: DEPTH_DEFAULTS)
     segments: int | None = None  # lm: shooting segments (1: single shooting; None: enough for segment_steps each)

@@ -1,6 +1,6 @@
 """Constructive interpolation: a control (or network) mapping the inputs onto the targets.
 
-Three methods, all after :func:`verify.lie.invariants.check_admissible` has refused targets that an
+Four methods, all after :func:`verify.lie.invariants.check_admissible` has refused targets that an
 invariant forbids:
 
 * ``lm`` (default): multiple shooting (:mod:`verify.search.shooting`): ``steps_per_dim * m`` steps of
@@ -51,6 +51,8 @@ invariant forbids:
 * ``costate``: costate (Pontryagin) shooting for the alternating pattern, tracked by
   pseudo-arclength continuation from random durations (:mod:`verify.search.costate`; continuous
   depth only; issue 42, measured in docs/solver-reach.md).
+* ``hub``: X -> H and Y -> H by ``lm`` and composed, H a well-spread hub
+  (:mod:`verify.search.hub`; continuous depth only; issue 42).
 * ``steer``: bracket steering along the path to the targets (:mod:`verify.search.steering`): each move
   aims a fraction of the way, Newton on the bracket coefficients realises it by commutators of
   flows; the fraction grows after a success and halves after a failure.  Measured reach is
@@ -101,6 +103,7 @@ from verify.search.finish import (
     float64_reach,
     high_digits,
 )
+from verify.search.hub import hub_solve
 from verify.search.newton import chord_in_precision
 from verify.search.pair_expansion import expansion
 from verify.search.population import PopulationRecord, population_lm
@@ -157,8 +160,12 @@ def _solve(blocks, X, Y, settings: Settings, progress) -> Solution:
         if settings.depth == "finite":
             raise InputError("method 'costate' builds continuous controls only; use method 'lm' for finite depth")
         return _costate_solve(blocks, X, Y, settings)
+    if settings.method == "hub":
+        if settings.depth == "finite":
+            raise InputError("method 'hub' composes continuous controls only; use method 'lm' for finite depth")
+        return hub_solve(blocks, X, Y, settings, solve)
     if settings.method != "lm":
-        raise InputError(f"unknown method {settings.method!r}; choose 'lm', 'steer' or 'costate'")
+        raise InputError(f"unknown method {settings.method!r}; choose 'lm', 'steer', 'costate' or 'hub'")
     if not settings.directions or not set(settings.directions) <= {"forward", "backward"}:
         raise InputError(f"directions {settings.directions!r}: choose one or both of 'forward' and 'backward'")
     if not settings.phases or not all(map(valid_phase, settings.phases)):
