@@ -6,7 +6,7 @@
 * tiny case n = 2, d = 2, degree 3: our jets vs SymPy's symbolic brackets (baseline);
 * the Arb enclosure used by the certificate, at m = 12 and degree 5;
 * the two paths of :func:`verify.lie.brackets.bracket_values` against n d (4, 8, 16, 32) and
-  degree (4, 6, 8): the dense jets where they run within seconds (n d <= 8) as the baseline of
+  degree (4, 6, 8, 10): the dense jets where they run within seconds (n d <= 8) as the baseline of
   the nested directional derivatives; the directional path at m = 128, degree 10 beside the dense
   one and beside the directional path with one nilpotent variable per step (before runs of one
   word became Taylor variables), and against N (n d = 16, degree 6).
@@ -52,7 +52,7 @@ BY_ND = {4: (2, 2, 2), 8: (2, 4, 2), 16: (2, 8, 2), 32: (2, 8, 4)}  # n d -> (N,
 
 
 @pytest.mark.parametrize("method", ["dense", "directional"])
-@pytest.mark.parametrize("K", [4, 6, 8])
+@pytest.mark.parametrize("K", [4, 6, 8, 10])
 @pytest.mark.parametrize("nd", sorted(BY_ND))
 def test_brackets_by_nd(benchmark, nd, K, method):
     if method == "dense" and nd > 8:

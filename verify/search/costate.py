@@ -68,7 +68,7 @@ from verify.search.shooting import Shooting
 @dataclass(frozen=True)
 class Endpoint:
     """The end of the recursion from p_0: states x (N, n, d), durations taus (K,), costate p
-    (N, n, d) and, when asked, d x_K / d p_0 (m, m); None entries where the flow overflowed."""
+    (N, n, d) and, when asked, d x_K / d p_0 (m, m); non-finite entries where the flow overflowed."""
 
     x: np.ndarray
     taus: np.ndarray
@@ -163,11 +163,10 @@ class Costate:
         N, D = x.shape
         h = tau / self.substeps
         z = np.concatenate([x, p], axis=1)
-        W = None
-        if T is not None:
+        W = dh = None
+        if T is not None:  # one more tangent column, d / d tau: the step h = tau / substeps moves with it
             W = np.concatenate([T, np.zeros((N, 2 * D, 1))], axis=2)
-        dh = np.zeros(W.shape[2]) if T is not None else None
-        if dh is not None:
+            dh = np.zeros(W.shape[2])
             dh[-1] = 1.0 / self.substeps
         for _ in range(self.substeps):
             ks, dks = [], []
