@@ -89,7 +89,10 @@ def hub_solve(blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, settings: S
     first = solve(blocks, X, H, replace(leg, time_budget=settings.time_budget / 2))
     if not first.success:
         return _failed(settings, t0, f"the leg X -> hub: {first.message}", first.moves, first.jacobians)
-    second = solve(blocks, Y, H, replace(leg, time_budget=settings.time_budget - (time.perf_counter() - t0)))
+    left = settings.time_budget - (time.perf_counter() - t0)
+    if not left > 0:  # a finish may overrun its leg's share
+        return _failed(settings, t0, "no time left for the leg Y -> hub", first.moves, first.jacobians)
+    second = solve(blocks, Y, H, replace(leg, time_budget=left))
     moves, jacobians = first.moves + second.moves, first.jacobians + second.jacobians
     if not second.success:
         return _failed(settings, t0, f"the leg Y -> hub: {second.message}", moves, jacobians)
