@@ -152,18 +152,13 @@ def _solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     if np.array_equal(X, Y):  # the empty control (or network) is exact; a search would return a long one
         return Solution.of([], success=True, message="the targets equal the inputs: no steps needed", error=0.0, moves=0,
                            jacobians=0, wall_time=0.0, settings=asdict(settings))
-    if settings.method == "steer":
+    continuous_only = {"steer": lambda: steer_solve(blocks, X, Y, settings, progress),
+                       "costate": lambda: _costate_solve(blocks, X, Y, settings),
+                       "hub": lambda: hub_solve(blocks, X, Y, settings, solve)}
+    if settings.method in continuous_only:
         if settings.depth == "finite":
-            raise InputError("method 'steer' builds continuous controls only; use method 'lm' for finite depth")
-        return steer_solve(blocks, X, Y, settings, progress)
-    if settings.method == "costate":
-        if settings.depth == "finite":
-            raise InputError("method 'costate' builds continuous controls only; use method 'lm' for finite depth")
-        return _costate_solve(blocks, X, Y, settings)
-    if settings.method == "hub":
-        if settings.depth == "finite":
-            raise InputError("method 'hub' composes continuous controls only; use method 'lm' for finite depth")
-        return hub_solve(blocks, X, Y, settings, solve)
+            raise InputError(f"method {settings.method!r} builds continuous controls only; use method 'lm' for finite depth")
+        return continuous_only[settings.method]()
     if settings.method != "lm":
         raise InputError(f"unknown method {settings.method!r}; choose 'lm', 'steer', 'costate' or 'hub'")
     if not settings.directions or not set(settings.directions) <= {"forward", "backward"}:
