@@ -28,14 +28,6 @@ def _central(f, v, h=1e-6):
     return np.stack(cols, axis=1)
 
 
-def test_the_end_point_jacobian_in_p0_matches_central_differences():
-    shot = costate.Costate(BLOCKS, X, steps=12, substeps=3)
-    p0 = np.random.default_rng(2).normal(size=8) * 0.1
-    J = shot.endpoint(p0, jacobian=True).jacobian
-    fd = _central(lambda p: shot.endpoint(p).x.ravel(), p0)
-    assert np.abs(J - fd).max() <= 1e-6 * np.abs(fd).max()
-
-
 def test_the_embedded_system_jacobian_matches_central_differences():
     shot = costate.Costate(BLOCKS, X, steps=12, substeps=3)
     rng = np.random.default_rng(5)

@@ -14,11 +14,11 @@ duration) control, of locally least energy among the controls of this pattern, w
 identity tau = (d x_K / d tau)^T p_K (``property_tests/test_costate.py`` checks it).
 
 The flows are those of the solver's RK4 surrogate (:mod:`verify.model.rk4`: ``substeps``
-equal steps per block; the x-part of the scheme is the same), and the derivative d x_K / d p_0
-is exact for the scheme: tangents of (x, p) pushed through the stages with the Hamiltonian's
-Jacobian [[J, 0], [-M, -J^T]] (J = DF, M = sum_i p_i D^2 F_i from exact second-order Taylor jets,
-:func:`verify.lie.brackets.field_jet`), plus the dependence of each tau_k on the state, its
-gradient (J^T p, F) at the block's start.
+equal steps per block; the x-part of the scheme is the same), and the derivatives of the
+embedded system below are exact for the scheme: tangents of (x, p) pushed through the stages
+with the Hamiltonian's Jacobian [[J, 0], [-M, -J^T]] (J = DF, M = sum_i p_i D^2 F_i from exact
+second-order Taylor jets, :func:`verify.lie.brackets.field_jet`), plus each duration's own
+column and the defects' gradient (J^T p, F) at the block's start.
 
 :func:`continuation` reaches that system by pseudo-arclength from random durations, with the
 durations free: unknowns (tau, p_0, s), equations
@@ -43,9 +43,10 @@ the solver's finish (finer RK4 steps, then the exact flows).
 >>> blocks = gaussian_blocks(0, 2)
 >>> X = np.random.default_rng(1).normal(size=(1, 2, 2))
 >>> shot = Costate(blocks, X, steps=8, substeps=2)
->>> end = shot.endpoint(np.full(4, 0.1), jacobian=True)
->>> end.x.shape, end.taus.shape, end.jacobian.shape
-((1, 2, 2), (8,), (4, 4))
+>>> end = shot.endpoint(np.full(4, 0.1))
+>>> x, g, J = shot.embedded(end.taus, np.full(4, 0.1))   # the recursion leaves no defect
+>>> end.x.shape, J.shape, bool(np.abs(g).max() < 1e-14)
+((1, 2, 2), (12, 12), True)
 """
 
 from __future__ import annotations
@@ -67,17 +68,12 @@ from verify.search.shooting import Shooting
 
 @dataclass(frozen=True)
 class Endpoint:
-    """The end of the recursion from p_0: states x (N, n, d), durations taus (K,), costate p
-    (N, n, d) and, when asked, d x_K / d p_0 (m, m); non-finite entries where the flow overflowed."""
+    """The end of the recursion from p_0: states x (N, n, d), durations taus (K,) and costate p
+    (N, n, d); non-finite entries where the flow overflowed."""
 
     x: np.ndarray
     taus: np.ndarray
     p: np.ndarray
-    jacobian: np.ndarray | None = None
-
-    @property
-    def finite(self) -> bool:
-        return bool(np.isfinite(self.x).all() and np.isfinite(self.taus).all())
 
 
 def _derivatives(block: Block, x: np.ndarray, shape: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -110,30 +106,20 @@ class Costate:
     def pattern(self) -> list[int]:
         return [k % 2 for k in range(self.steps)]
 
-    def endpoint(self, p0: np.ndarray, jacobian: bool = False) -> Endpoint:
-        """x_K, the durations and p_K from p_0 (m,), and d x_K / d p_0 when asked."""
+    def endpoint(self, p0: np.ndarray) -> Endpoint:
+        """x_K, the durations and p_K from p_0 (m,): the recursion itself."""
         N, n, d = self.X.shape
-        D, m = n * d, self.m
+        D = n * d
         x, p = self.X.reshape(N, D).astype(float), np.asarray(p0, dtype=float).reshape(N, D)
-        T = np.zeros((N, 2 * D, m))  # d(x, p) / d p_0 per sequence
-        T[:, D:, :] = np.eye(m).reshape(N, D, m)
-        taus = np.empty(self.steps)
-        with np.errstate(all="ignore"):  # overflow shows as non-finite states, which the callers reject
+        taus = np.full(self.steps, np.nan)
+        with np.errstate(all="ignore"):  # overflow shows as non-finite states
             for k, b in enumerate(self.pattern()):
-                block = self.blocks[b]
-                if jacobian:
-                    F, J, _ = _derivatives(block, x, self.X.shape)
-                    dtau = np.einsum("Na,Nac->c", np.einsum("Nia,Ni->Na", J, p), T[:, :D]) + np.einsum("Na,Nac->c", F, T[:, D:])
-                else:
-                    F = field_numpy(block, x.reshape(self.X.shape)[None])[0].reshape(N, D)
+                F = field_numpy(self.blocks[b], x.reshape(self.X.shape)[None])[0].reshape(N, D)
                 taus[k] = float(np.sum(p * F))
-                x, p, W = self._flow(block, x, p, taus[k], T if jacobian else None)
-                if jacobian:
-                    T = W[..., :m] + W[..., m:] * dtau
+                x, p, _ = self._flow(self.blocks[b], x, p, taus[k], None)
                 if not (np.isfinite(x).all() and np.isfinite(p).all()):
                     break
-        J = T[:, :D].reshape(m, m) if jacobian else None
-        return Endpoint(x=x.reshape(self.X.shape), taus=taus, p=p.reshape(self.X.shape), jacobian=J)
+        return Endpoint(x=x.reshape(self.X.shape), taus=taus, p=p.reshape(self.X.shape))
 
     def embedded(self, tau: np.ndarray, p0: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """With the durations free: x_K (m,) under the Hamiltonian flows for ``tau`` from
