@@ -235,7 +235,7 @@ def continuation(shot: Costate, Y: np.ndarray, tau_start: np.ndarray, *, tol: fl
         return path
     while time.perf_counter() < deadline and u[-1] < 1.0:
         if step < min_step:
-            path.stop = f"step below {min_step:g} at s = {u[-1]:.4g}"
+            path.stop = f"step below {min_step:g}"
             break
         v, A_v, ok, iters = _correct(system, u + step * t, t, tol * scale, deadline)
         path.newton_steps += iters
@@ -250,7 +250,7 @@ def continuation(shot: Costate, Y: np.ndarray, tau_start: np.ndarray, *, tol: fl
         if iters <= 2:
             step *= 1.5
     else:
-        path.stop = f"deadline at s = {u[-1]:.4g}" if u[-1] < 1.0 else ""
+        path.stop = "deadline" if u[-1] < 1.0 else ""
     if u[-1] >= 1.0:  # land on s = 1: Newton with s fixed
         v, ok, iters = _land(system, u, tol * scale, deadline)
         path.newton_steps += iters

@@ -323,7 +323,7 @@ def _costate_solve(blocks, X, Y, settings: Settings) -> Solution:
     rec = costate.search(blocks, X, Y, settings.tolerance, settings.seed, t0 + settings.time_budget, settings.acceleration)
     found = rec.found or Finished()
     ok = found.error <= settings.tolerance
-    stops = Counter(p.stop.split(" at s = ")[0] for p in rec.paths)
+    stops = Counter(p.stop for p in rec.paths)
     msg = (f"reached the targets after {rec.starts} continuation(s)" if ok else
            f"not found within {settings.time_budget:.3g} s: {rec.starts} continuation(s) ("
            + ", ".join(f"{k}: {v}" for k, v in sorted(stops.items())) + ")" + costate.furthest(rec.paths))
