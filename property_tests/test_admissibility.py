@@ -2,7 +2,7 @@
 
 One Hypothesis strategy draws admissible (inputs, targets) pairs, full or causal; one strategy
 per obstruction of docs/conventions.md §3 breaks such a pair in exactly that way.  The property is that
-:func:`verify.lie.invariants.check_admissible` accepts the first and refuses each of the others
+:func:`verify.lie.admissibility.check_admissible` accepts the first and refuses each of the others
 with a one-line message naming that obstruction, and that ``verify interpolate`` turns the
 refusal into exit code 2 without a traceback.  Solver witnesses for drawn admissible
 hidden-control targets must replay under the independent implementation.
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from theorems.instances import collection, hidden_control_targets
 from verify.io import witness
 from verify.io.errors import InputError
-from verify.lie.invariants import check_admissible
+from verify.lie.admissibility import check_admissible
 from verify.model.blocks import gaussian_blocks
 from verify.search.settings import Settings
 from verify.search.solver import solve

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from verify.lie.brackets import bracket_matrix
-from verify.lie.certify import full_rank, generates_gl, select_columns
+from verify.lie.certify import generates_gl, rank_at_least, select_columns
 from verify.lie.hall import basis, degree
 from verify.lie.rank import analyse, degree_scales, singular_values
 from verify.model.blocks import gaussian_blocks
@@ -16,13 +16,11 @@ from verify.model.blocks import gaussian_blocks
 def test_full_rank_is_certified_on_generic_data(shape, causal):
     X = np.random.default_rng(7).normal(size=shape)
     blocks = gaussian_blocks(7, shape[2], causal=causal)
-    r = analyse(blocks, X)
-    if r.rank < r.dimension:
-        pytest.skip("causal data with N > d is not of full rank")
-    c = full_rank(blocks, X, max_degree=r.max_degree)
+    r = analyse(blocks, X, certify=False)
+    c = rank_at_least(blocks, X, r.bound, max_degree=r.max_degree)
     assert c["certified"], c
     assert 0 < c["sigma_min_lower"] and c["norm_I_minus_RA_upper"] < 1
-    assert len(c["columns"]) == X.size
+    assert len(c["columns"]) == r.bound
     # a lower bound of the smallest singular value of the same selected, scaled columns, and
     # so of the sigma_min the rank analysis reports
     M, words = bracket_matrix(blocks, X, r.max_degree)
@@ -35,14 +33,25 @@ def test_full_rank_is_certified_on_generic_data(shape, causal):
 def test_certificate_fails_on_rank_deficient_data():
     X = np.random.default_rng(8).normal(size=(2, 3, 2))
     X[0, 2] = X[0, 0]  # coincident tokens: rank 10 of 12 at every degree
-    c = full_rank(gaussian_blocks(8, 2), X, max_degree=6)
+    c = rank_at_least(gaussian_blocks(8, 2), X, 12, max_degree=6)
     assert not c["certified"] and c["reason"]
+    assert rank_at_least(gaussian_blocks(8, 2), X, 10, max_degree=6)["certified"]
+
+
+def test_decimal_strings_enter_arb_exactly():
+    """Tokens "0.1" and "-0.1" as decimals are an exactly odd pair (rank 1 in d = 1): no 2 x 2
+    minor can be proved nonsingular, while the doubles 0.1 and -0.100000001 give rank 2."""
+    blocks = gaussian_blocks(0, 1)
+    X = np.array([[["0.1"], ["-0.1"]]], dtype=object)
+    assert rank_at_least(blocks, X, 1, max_degree=6)["certified"]
+    assert not rank_at_least(blocks, X, 2, max_degree=6)["certified"]
+    assert rank_at_least(blocks, np.array([[[0.1], [-0.100000001]]]), 2, max_degree=6)["certified"]
 
 
 def test_certificate_fails_with_too_few_words():
     X = np.random.default_rng(8).normal(size=(2, 3, 2))
-    c = full_rank(gaussian_blocks(8, 2), X, max_degree=3)
-    assert not c["certified"] and "only 5 words" in c["reason"]
+    c = rank_at_least(gaussian_blocks(8, 2), X, 12, max_degree=3)
+    assert not c["certified"] and "has no 12 x 12 minor" in c["reason"]
 
 
 def test_select_columns_picks_an_independent_set():

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from theorems.reach import instance
 from verify.io import witness
 from verify.io.errors import InputError, IntegrationError
-from verify.lie.invariants import check_admissible, check_blocks_move
+from verify.lie.admissibility import check_admissible, check_blocks_move
 from verify.model.blocks import gaussian_blocks
 from verify.model.dynamics import CONTINUOUS, dynamics
 from verify.model.flow import flow

@@ -1,19 +1,23 @@
-"""Certificates in rigorous arithmetic: full rank of the bracket matrix, and gl(d).
+"""Certificates in rigorous arithmetic: a lower bound of the bracket rank, and gl(d).
 
-**Full rank (ball arithmetic).**  The bracket matrix is recomputed with python-flint Arb balls
-(:mod:`verify.lie.brackets` on object arrays of ``arb``): inputs and block entries are taken as
-the exact binary64 values, and every +, *, / and exp encloses its rounding, so each entry is a
-ball that contains the exact bracket value.  Columns are scaled by the binary64 degree scales
-s_k of :func:`verify.lie.rank.degree_scales` (dividing by a binary64 number is enclosed like any
-other operation), and m = N n d of the W columns are selected by float64 QR with column
-pivoting.  With R the float64 inverse of the midpoint matrix, Arb computes E = I - R A; if
-||E||_F < 1 then A is nonsingular (R A = I - E is) and
+**Rank at least r (ball arithmetic).**  The bracket matrix is recomputed with python-flint Arb
+balls (:mod:`verify.lie.brackets` on object arrays of ``arb``): inputs and block entries are
+taken as written (binary64 values exactly, decimal strings in balls that hold them:
+:meth:`verify.model.blocks.Block.in_arb`), and every +, *, / and exp encloses its rounding, so
+each entry is a ball that contains the exact bracket value.  Columns are scaled by the binary64
+degree scales s_k of :func:`verify.lie.rank.degree_scales` (dividing by a binary64 number is
+enclosed like any other operation); r columns are selected by QR with column pivoting of the
+floating-point matrix, and r rows by the same on the transpose of those columns.  With R an
+approximate inverse of the midpoints of that r x r minor A (computed by Arb at the working
+precision, so it holds for condition numbers far beyond float64's), Arb computes E = I - R A;
+if ||E||_F < 1 then A is nonsingular (R A = I - E is) and
 
     sigma_min(A) >= (1 - ||E||_F) / ||R||_F,
 
-which also bounds the m-th singular value of the whole scaled bracket matrix (adding columns
-cannot lower it), i.e. the ``sigma_min`` that :func:`verify.lie.rank.analyse` reports.  Bounds are
-rounded outward to binary64.
+which also bounds the r-th singular value of the whole scaled bracket matrix (a minor's cannot
+exceed the matrix's), so the brackets span at least r dimensions.  Bounds are rounded outward
+to binary64.  With the invariants' exact upper bound (:mod:`verify.lie.invariants`) equal to r,
+this proves the rank.
 
 **gl(d) for causal masking (exact).**  The first token moves by the linear fields
 x -> V_b x, whose brackets are matrix commutators; with the vector-field convention
@@ -25,7 +29,7 @@ the binary64 entries (python-flint ``fmpq_mat``: exact), until the rank is d^2.
 >>> from verify.model.blocks import gaussian_blocks
 >>> blocks = gaussian_blocks(0, 2)
 >>> X = np.random.default_rng(1).normal(size=(1, 2, 2))
->>> c = full_rank(blocks, X, max_degree=4)
+>>> c = rank_at_least(blocks, X, 4, max_degree=4)
 >>> c["certified"], c["sigma_min_lower"] > 0
 (True, True)
 >>> generates_gl(blocks[0].V, blocks[1].V)["certified"]
@@ -44,10 +48,12 @@ import scipy.linalg
 from verify.lie.brackets import bracket_matrix
 from verify.lie.hall import Word, basis, degree, str_word
 from verify.lie.rank import degree_scales
+from verify.lie.symmetry import exact
 from verify.model.backend import namespace, precision, round_down, round_up
 from verify.model.blocks import Block
 
 DEFAULT_DIGITS = 30
+METHOD = "Arb enclosure of an r x r minor of the bracket matrix; ||I - R A||_F < 1"
 
 
 def select_columns(M: np.ndarray, m: int) -> list[int]:
@@ -56,56 +62,71 @@ def select_columns(M: np.ndarray, m: int) -> list[int]:
     return sorted(int(j) for j in piv[:m])
 
 
-def full_rank(
+def rank_at_least(
     blocks: Sequence[Block],
-    X: np.ndarray,
+    X: Any,
+    r: int,
     *,
     max_degree: int,
     digits: int = DEFAULT_DIGITS,
     matrix: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """Try to prove that the bracket matrix of degree <= max_degree has full row rank."""
+    """Try to prove that the bracket matrix of degree <= max_degree on X (floats or decimal
+    strings, as written) has rank at least r (module docstring).  ``matrix``: the bracket
+    matrix in floating point (any precision, as float64) to choose the minor from."""
     import flint
 
-    N, n, d = X.shape
-    m = N * n * d
-    M = bracket_matrix(blocks, X, max_degree)[0] if matrix is None else np.asarray(matrix, dtype=float)
     words = [str_word(w) for w in basis(max_degree)]
-    base = {"certified": False, "method": "Arb enclosure of the bracket matrix; ||I - R A||_F < 1", "digits": digits}
-    if M.shape[1] < m:
-        return base | {"reason": f"only {M.shape[1]} words of degree <= {max_degree} for {m} dimensions"}
-    scales = degree_scales(blocks, X, M, np.array([degree(w) for w in basis(max_degree)]))
-    cols = select_columns(M / scales, m)
+    base = {"certified": False, "method": METHOD, "digits": digits, "rank_at_least": r}
+    if r == 0:
+        return base | {"certified": True, "columns": [], "rows": [], "norm_I_minus_RA_upper": 0.0,
+                       "sigma_min_lower": 0.0, "reason": ""}
+    Xf = np.asarray(X, dtype=object).astype(float)
+    M = bracket_matrix(blocks, Xf, max_degree)[0] if matrix is None else np.asarray(matrix, dtype=float)
+    if M.shape[1] < r or M.shape[0] < r:
+        return base | {"reason": f"a {M.shape[0]} x {M.shape[1]} matrix (words of degree <= {max_degree}) has no "
+                                 f"{r} x {r} minor"}
+    scales = degree_scales(blocks, Xf, M, np.array([degree(w) for w in basis(max_degree)]))
+    S = M / scales
+    cols = select_columns(S, r)
+    rows = list(range(M.shape[0])) if r == M.shape[0] else select_columns(S[:, cols].T, r)
     scale = scales[cols]
     with precision(digits):
-        Ma, _ = bracket_matrix(blocks, namespace("arb").asarray(X), max_degree)
-        A = flint.arb_mat([[Ma[i, j] / float(scale[k]) for k, j in enumerate(cols)] for i in range(m)])
-        mid = np.array([[float(A[i, j].mid()) for j in range(m)] for i in range(m)])
+        Ma, _ = bracket_matrix([b.in_arb() for b in blocks], namespace("arb").asarray(X), max_degree)
+        A = flint.arb_mat([[Ma[i, j] / float(scale[k]) for k, j in enumerate(cols)] for i in rows])
+        identity = flint.arb_mat(r, r, [int(i == j) for i in range(r) for j in range(r)])
         try:
-            R = np.linalg.inv(mid)
-        except np.linalg.LinAlgError:
-            return base | {"reason": "the midpoint matrix is singular in float64", "columns": [words[j] for j in cols]}
-        Ra = flint.arb_mat(R.tolist())
-        E = flint.arb_mat(m, m)
-        RA = Ra * A
-        for i in range(m):
-            for j in range(m):
-                E[i, j] = (1 if i == j else 0) - RA[i, j]
-        normE = sum((E[i, j] ** 2 for i in range(m) for j in range(m)), flint.arb(0)).sqrt()
-        normR = sum((Ra[i, j] ** 2 for i in range(m) for j in range(m)), flint.arb(0)).sqrt()
-        radius = max(float(Ma[i, j].rad()) for i in range(m) for j in cols)
-        e_up = round_up(normE.upper())
+            R = A.mid().solve(identity, algorithm="approx")
+        except ZeroDivisionError:
+            R = None
+        entries = [] if R is None else [R[i, j] for i in range(r) for j in range(r)]
+        if R is None or not all(x.is_finite() for x in entries):
+            return base | {"reason": "the minor's midpoints are singular at this precision",
+                           "columns": [words[j] for j in cols], "rows": rows}
+        E = identity - R * A
+        e_up = _frobenius_upper([E[i, j] for i in range(r) for j in range(r)])
         ok = e_up < 1
-        lower = round_down(((1 - normE) / normR).lower()) if ok else 0.0
+        lower = round_down(((1 - flint.arb(e_up)) / flint.arb(_frobenius_upper(entries))).lower()) if ok else 0.0
+        radius = max(float(Ma[i, j].rad()) for i in rows for j in cols)
     return base | {
         "certified": bool(ok and lower > 0),
         "columns": [words[j] for j in cols],
+        "rows": rows,
         "column_scales": [float(c) for c in scale],
         "norm_I_minus_RA_upper": e_up,
         "sigma_min_lower": lower,
         "max_entry_radius": radius,
-        "reason": "" if ok else "||I - R A||_F >= 1: the enclosures are too wide or the matrix too ill-conditioned",
+        "reason": "" if ok else "||I - R A||_F >= 1: the enclosures are too wide or the minor too ill-conditioned",
     }
+
+
+def _frobenius_upper(entries: list) -> float:
+    """An upper bound of the Frobenius norm of balls, as a float (sqrt of the upper end of the
+    sum of squares of |entry|'s upper ends: a ball around 0 squares to one that dips below 0)."""
+    import flint
+
+    total = sum((flint.arb(abs(x).upper()) ** 2 for x in entries), flint.arb(0))
+    return round_up(flint.arb(total.upper()).sqrt().upper())
 
 
 # ------------------------------------------------------------------ gl(d), exactly
@@ -114,7 +135,7 @@ def full_rank(
 def _fmpq_matrix(A: np.ndarray) -> Any:
     import flint
 
-    return flint.fmpq_mat([[flint.fmpq(*Fraction(float(x)).as_integer_ratio()) for x in row] for row in A])
+    return flint.fmpq_mat([[flint.fmpq(*Fraction(exact(x)).as_integer_ratio()) for x in row] for row in np.asarray(A)])
 
 
 def _commutator(A: Any, B: Any) -> Any:
@@ -122,7 +143,8 @@ def _commutator(A: Any, B: Any) -> Any:
 
 
 def generates_gl(V0: np.ndarray, V1: np.ndarray, max_degree: int = 12) -> dict[str, Any]:
-    """Exact proof (or refutation up to ``max_degree``) that V0, V1 generate gl(d)."""
+    """Exact proof (or refutation up to ``max_degree``) that V0, V1 (floats or decimal strings,
+    exactly as written) generate gl(d)."""
     import flint
 
     d = V0.shape[0]

@@ -1,299 +1,182 @@
-"""Invariant structure of a collection, and the bracket rank it predicts (docs/conventions.md §3).
+"""The bracket rank the invariants allow: an exact upper bound, and when it is the rank.
 
-No control can break these invariants, so the iterated brackets cannot span more than they
-allow.  Everything here is decided exactly (float equality of tokens, rational rank), never
-by a tolerance.
+Every invariant of docs/conventions.md §3 confines the tangent vectors that brackets can
+produce, whatever the blocks; this module counts the directions left (:func:`rank_bound`).
+Everything is decided exactly (:mod:`verify.lie.symmetry`: tokens as exact numbers; ranks over
+the rationals), never by a tolerance.
 
-Full attention:
-* tokens that coincide inside a sequence stay coincident: each sequence contributes d times
-  its number of *distinct* tokens;
-* sequences that are token permutations of each other stay so: only one per class counts;
-* a sequence whose tokens all coincide moves linearly, x -> G x, with the same G for every
-  such sequence, so together they contribute d * rank[x^1 ... x^k] (this covers n = 1).
-Causal masking (tokens inside each sequence pairwise distinct):
-  d * rank[x_1^1 ... x_1^N] + d * sum_{i=2..n} #distinct prefixes (x_1, ..., x_i).
+Full attention, per orbit of sequences under signed permutations (one representative each):
+
+* a sequence with k distinct tokens contributes d k; an *odd* one (its tokens equal their
+  negatives as a multiset) d times its pairs {c, -c}, c != 0;
+* the sequences of one repeated token (n = 1 included) move linearly, x -> G x with one G for
+  all of them: together d * rank[x^1 ... x^L].
+
+Causal masking: d * rank[x_1^1 ... x_1^N] + d * sum_{i=2..n} #(prefixes (x_1, ..., x_i) up to sign).
+
+Blocks detected as degenerate (exactly, on their entries) lower the bound further: V = 0 in
+both (0), V = 0 in one or both blocks equal (one field: 1), beta Q^T K = 0 in both (uniform
+attention: d * rank of the sequences' means), and beta Q^T K = 0 in one block with n = 2 (the
+difference of the two tokens then moves only along exp(t V) of the other block: 1 + d per
+sequence, 1 for an odd one).
+
+The bound is **sharp** where it is the rank for generic blocks and data (measured:
+docs/conventions.md §3); where it is not known to be (coincident tokens under a causal mask,
+other degenerate blocks) it is still an upper bound.
 
 >>> import numpy as np
 >>> X = np.random.default_rng(0).normal(size=(3, 2, 2))
->>> predicted_rank(X)
+>>> rank_bound(X).value
 12
->>> X[1] = X[0, ::-1]          # sequence 1 is a permutation of sequence 0
->>> predicted_rank(X)
+>>> X[1] = -X[0, ::-1]          # sequence 1 is minus a permutation of sequence 0
+>>> rank_bound(X).value
 8
+>>> X[2] = [[1.0, 2.0], [-1.0, -2.0]]   # an odd sequence {a, -a}
+>>> rank_bound(X).value
+6
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from verify.io.errors import InputError
+from verify.lie.symmetry import exact, exact_array, fixed_tokens, orbits, prefix_orbits, rational, sequence_type
 
 
-def _key(token: np.ndarray) -> tuple:
-    return tuple(float(v) for v in token)
+@dataclass(frozen=True, kw_only=True)
+class RankBound:
+    """``value``: the exact upper bound of the bracket rank; ``sharp``: it is the rank for
+    generic blocks and data (otherwise only a bound); ``reasons``: the invariants that lower it
+    below N n d, in words."""
+
+    value: int
+    sharp: bool
+    reasons: list[str] = field(default_factory=list)
 
 
-def distinct_tokens(seq: np.ndarray) -> list[tuple]:
-    """Distinct tokens of one sequence (n, d), in order of first appearance."""
-    return list(dict.fromkeys(_key(t) for t in seq))
-
-
-def coincident_pairs(X: np.ndarray) -> list[tuple[int, int, int]]:
-    """(sequence, i, j), i < j, for every pair of exactly equal tokens inside a sequence."""
-    out = []
-    for s, seq in enumerate(X):
-        for i in range(len(seq)):
-            for j in range(i + 1, len(seq)):
-                if np.array_equal(seq[i], seq[j]):
-                    out.append((s, i, j))
-    return out
-
-
-def permutation_classes(X: np.ndarray) -> list[list[int]]:
-    """Groups of sequences that are token permutations of each other (multisets equal)."""
-    classes: dict[tuple, list[int]] = {}
-    for s, seq in enumerate(X):
-        classes.setdefault(tuple(sorted(_key(t) for t in seq)), []).append(s)
-    return list(classes.values())
-
-
-def exact_rank(vectors: list[tuple] | np.ndarray) -> int:
-    """Rank over the rationals of binary64 vectors (exact: python-flint fmpq_mat)."""
+def exact_rank(vectors: Any) -> int:
+    """Rank over the rationals of vectors of exact numbers (python-flint fmpq_mat)."""
     import flint
 
-    rows = [list(v) for v in vectors]
+    rows = [[exact(x) for x in v] for v in vectors]
     if not rows or not rows[0]:
         return 0
-    exact = [[x if isinstance(x, Fraction) else Fraction(float(x)) for x in r] for r in rows]
-    return flint.fmpq_mat([[flint.fmpq(x.numerator, x.denominator) for x in r] for r in exact]).rank()
+    return flint.fmpq_mat([[flint.fmpq(*Fraction(x).as_integer_ratio()) for x in r] for r in rows]).rank()
+
+
+def _zero_matrix(A: Any) -> bool:
+    return all(exact(v) == 0 for v in np.asarray(A).ravel())
+
+
+def uniform_block(b: Any) -> bool:
+    """Whether beta Q^T K = 0, decided exactly: every attention weight of the block is uniform."""
+    if exact(b.beta) == 0:
+        return True
+    Q, K = exact_array(b.Q), exact_array(b.K)
+    d = Q.shape[0]
+    return all(sum(Q[k, i] * K[k, j] for k in range(d)) == 0 for i in range(d) for j in range(d))
 
 
 def uniform_attention(blocks: Sequence[Any]) -> bool:
-    """Whether beta Q^T K = 0 for both blocks, decided exactly (the float entries as rationals):
-    then every attention weight is uniform and the fields are linear in the sequence's mean."""
-    def zero(b: Any) -> bool:
-        if b.beta == 0:
-            return True
-        Q = [[Fraction(float(v)) for v in row] for row in np.asarray(b.Q)]
-        K = [[Fraction(float(v)) for v in row] for row in np.asarray(b.K)]
-        d = len(Q)
-        return all(sum(Q[k][i] * K[k][j] for k in range(d)) == 0 for i in range(d) for j in range(d))
-    return all(zero(b) for b in blocks)
+    """Whether both blocks have uniform attention (:func:`uniform_block`)."""
+    return all(uniform_block(b) for b in blocks)
 
 
-def predicted_rank(X: np.ndarray, causal: bool = False, blocks: Sequence[Any] | None = None) -> int | None:
-    """The bracket rank the invariants allow on generic blocks, or None where this module has
-    no sharp prediction (coincident tokens under causal masking).
+def _same_blocks(blocks: Sequence[Any]) -> bool:
+    b0, b1 = blocks
+    return exact(b0.beta) == exact(b1.beta) and all(
+        np.array_equal(exact_array(getattr(b0, m)), exact_array(getattr(b1, m))) for m in "QKV")
 
-    With ``blocks`` whose attention is uniform (:func:`uniform_attention`), full attention moves
-    every token of a sequence by V times the sequence's mean, so only the means move, by one
-    linear map: d * rank[mean^1 ... mean^N] (decided exactly); under a causal mask the prefix
-    means couple the tokens and there is no sharp prediction (None)."""
+
+def _full(X: np.ndarray, uniform_one: bool = False) -> RankBound:
     N, n, d = X.shape
-    if blocks is not None and uniform_attention(blocks):
-        if causal:
-            return None
-        return d * exact_rank([[sum(Fraction(float(v)) for v in X[s, :, c]) for c in range(d)] for s in range(N)])
-    if causal:
-        if coincident_pairs(X):
-            return None
-        prefixes = sum(len({tuple(map(_key, X[s, :i])) for s in range(N)}) for i in range(2, n + 1))
-        return d * exact_rank([_key(X[s, 0]) for s in range(N)]) + d * prefixes
-    total, linear = 0, []
-    for cls in permutation_classes(X):
-        tokens = distinct_tokens(X[cls[0]])
-        if len(tokens) == 1:
-            linear.append(tokens[0])
-        else:
-            total += d * len(tokens)
-    return total + (d * exact_rank(linear) if linear else 0)
+    total, lone, reasons = 0, [], []
+    for group in orbits(X):
+        seq = X[group[0]]
+        t = sequence_type(seq)
+        if len(group) > 1:
+            reasons.append(f"sequences {_names(group)} are signed token permutations of each other")
+        if t.lone:
+            lone.append(t.distinct[0])
+            continue
+        if t.odd:
+            reasons.append(f"sequence {group[0]} is minus a permutation of itself")
+        if any(len(c) > 1 for c in t.classes):
+            reasons.append(f"sequence {group[0]} has coincident tokens")
+        total += (1 + (0 if t.odd else d)) if uniform_one and n == 2 else d * fixed_tokens(seq)
+    if lone:
+        total += d * exact_rank(lone)
+        if len(lone) > 1 or n > 1:
+            reasons.append("the sequences of one repeated token move linearly, x -> G x, with one G")
+    return RankBound(value=total, sharp=True, reasons=reasons)
 
 
-def describe(X: np.ndarray, causal: bool = False) -> list[str]:
-    """Human-readable list of the invariant structures present in X."""
-    notes = []
-    for s, i, j in coincident_pairs(X):
-        notes.append(f"sequence {s}: tokens {i} and {j} coincide")
-    for cls in permutation_classes(X):
-        if len(cls) > 1:
-            notes.append(f"sequences {', '.join(map(str, cls))} are token permutations of each other")
-    if causal:
-        N, n, _ = X.shape
-        for i in range(1, n + 1):
-            groups: dict[tuple, list[int]] = {}
-            for s in range(N):
-                groups.setdefault(tuple(map(_key, X[s, :i])), []).append(s)
-            for g in groups.values():
-                if len(g) > 1 and i > 1:
-                    notes.append(f"sequences {', '.join(map(str, g))} share the prefix of length {i}")
-    return notes
+def _causal(X: np.ndarray) -> RankBound:
+    N, n, d = X.shape
+    total = d * exact_rank([X[s, 0] for s in range(N)])
+    reasons = ["the first tokens move linearly, x_1 -> G x_1, with one G"] if N > 1 or d > 1 else []
+    for i in range(2, n + 1):
+        groups = prefix_orbits(X, i)
+        total += d * len(groups)
+        reasons += [f"sequences {_names(g)} share their first {i} tokens up to sign" for g in groups if len(g) > 1]
+    coincident = n > 1 and any(len(sequence_type(X[s]).distinct) < n for s in range(N))
+    if coincident:
+        reasons.append("coincident tokens under a causal mask (the bound is not known to be sharp there)")
+    return RankBound(value=total, sharp=not coincident, reasons=reasons)
 
 
-# ------------------------------------------------------------------ admissibility
+def rank_bound(X: Any, causal: bool = False, blocks: Sequence[Any] | None = None) -> RankBound:
+    """The exact upper bound of the bracket rank on X (N, n, d) that the invariants and, when
+    given, degenerate ``blocks`` allow (module docstring)."""
+    X = np.asarray(X)
+    N, n, d = X.shape
+    generic = _causal(X) if causal else _full(X)
+    if blocks is None:
+        return generic
+    vanishing = [b for b, blk in enumerate(blocks) if _zero_matrix(blk.V)]
+    if len(vanishing) == 2:
+        return RankBound(value=0, sharp=True, reasons=["both blocks have V = 0: nothing moves"])
+    if vanishing or _same_blocks(blocks):
+        why = f"block {vanishing[0]} has V = 0" if vanishing else "the two blocks are equal"
+        return RankBound(value=min(1, generic.value), sharp=True,
+                         reasons=[f"{why}: one field is left, and its brackets with itself vanish"])
+    uniform = [b for b, blk in enumerate(blocks) if uniform_block(blk)]
+    if len(uniform) == 2 and not causal:
+        means = [[sum((rational(v) for v in X[s, :, c]), Fraction(0)) for c in range(d)] for s in range(N)]
+        return RankBound(value=d * exact_rank(means), sharp=True, reasons=[
+            "both blocks have beta Q^T K = 0: attention is uniform, only the means move, by one linear map"])
+    if uniform and not causal and n == 2:
+        bound = _full(X, uniform_one=True)
+        return RankBound(value=bound.value, sharp=True, reasons=bound.reasons + [
+            f"block {uniform[0]} has beta Q^T K = 0 and n = 2: x_1 - x_2 moves only along exp(t V) of the other block"])
+    if uniform:
+        return RankBound(value=generic.value, sharp=False, reasons=generic.reasons + [
+            f"block(s) {_names(uniform)} have beta Q^T K = 0; the bound is not known to be sharp for them"])
+    return generic
 
 
-NETWORKS_CAN = "a network can: finite depth"  # the refusals of flows' invariants say where the data are reachable
-
-
-def _pairs_multiset(X: np.ndarray, Y: np.ndarray, s: int) -> list[tuple]:
-    return sorted(_key(x) + _key(y) for x, y in zip(X[s], Y[s], strict=True))
-
-
-def check_admissible(X: np.ndarray, Y: np.ndarray, causal: bool = False, depth: str = "continuous") -> None:
-    """Refuse targets that no control can reach from the inputs, naming the obstruction.
-
-    Full attention: the coincidence pattern of every sequence, the permutation relations
-    between sequences (with the same permutation for inputs and targets) and, for d = 1, the
-    order of the tokens of every sequence must agree; the sequences made of one repeated token
-    (every sequence when n = 1) move linearly, x -> G x with one G for all of them, so their
-    tokens must be related by one G with det G > 0.  Causal masking: the first tokens must be
-    related by one G with det G > 0, shared prefixes must agree and, for d = 1, the first two
-    tokens keep their order.  "Related by one G" is decided by least squares with relative
-    residual <= 1e-12 and an exact rank comparison.  Raises :class:`~verify.io.errors.InputError`.
-
-    The orientation (det G > 0) and the d = 1 orders are invariants of flows, not of networks
-    (``depth="finite"``): a layer x -> (I + h V) x with h beyond -1/lambda, lambda a real
-    eigenvalue of V, reverses an orientation, and in d = 1 the difference of two tokens
-    (the first two, under causal masking) is multiplied by 1 + h c for some c of the layer, so
-    it changes sign when h passes -1/c.  In finite depth neither is refused; the solver's networks
-    reach such targets (``test_networks_reach_what_flows_cannot``).
+def predicted_rank(X: Any, causal: bool = False, blocks: Sequence[Any] | None = None) -> int | None:
+    """The rank the invariants predict where their bound is sharp (:func:`rank_bound`), else None.
 
     >>> import numpy as np
-    >>> X = np.random.default_rng(0).normal(size=(3, 1, 2))        # n = 1: attention is linear
-    >>> check_admissible(X, X @ np.array([[2.0, 1.0], [0.0, 1.0]]).T)  # Y = G X, det G = 2
-    >>> check_admissible(X, np.random.default_rng(1).normal(size=(3, 1, 2)))  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    verify.io.errors.InputError: the targets' tokens of sequences 0, 1, 2 (one repeated token each) are not one linear ...
-    """
-    flows = depth != "finite"  # the invariants of flows only: orientation, and orders in d = 1
-    (_check_causal if causal else _check_full)(X, Y, flows)
-
-
-def _check_causal(X: np.ndarray, Y: np.ndarray, flows: bool) -> None:
-    """:func:`check_admissible` under causal masking."""
-    N, n, d = X.shape
-    _check_linear_tokens(X[:, 0, :], Y[:, 0, :], "first tokens",
-                         "under causal masking x_1 -> G x_1 with the same G for every sequence", flows)
-    for i in range(1, n + 1):
-        for s in range(N):
-            for t in range(s + 1, N):
-                same_x = np.array_equal(X[s, :i], X[t, :i])
-                same_y = np.array_equal(Y[s, :i], Y[t, :i])
-                if same_x != same_y:
-                    which = "inputs" if same_x else "targets"
-                    raise InputError(
-                        f"sequences {s} and {t} share their first {i} tokens in the {which} only; under causal "
-                        "masking shared prefixes stay shared and distinct ones stay distinct"
-                    )
-    if d == 1 and n >= 2 and flows:
-        # (x_2 - x_1)' = P_22 V (x_2 - x_1): the first two tokens never cross (later ones can)
-        for s in range(N):
-            if np.sign(X[s, 1, 0] - X[s, 0, 0]) != np.sign(Y[s, 1, 0] - Y[s, 0, 0]):
-                raise InputError(
-                    f"sequence {s}: tokens 0 and 1 change order (d = 1, causal); under causal masking "
-                    "(x_2 - x_1)' = P_22 V (x_2 - x_1), so under a flow the first two tokens never cross "
-                    f"({NETWORKS_CAN})"
-                )
-
-
-def _check_full(X: np.ndarray, Y: np.ndarray, flows: bool) -> None:
-    """:func:`check_admissible` under full attention."""
-    N, n, d = X.shape
-    for s in range(N):
-        for i in range(n):
-            for j in range(i + 1, n):
-                cx, cy = np.array_equal(X[s, i], X[s, j]), np.array_equal(Y[s, i], Y[s, j])
-                if cx != cy:
-                    which = "inputs" if cx else "targets"
-                    raise InputError(
-                        f"sequence {s}: tokens {i} and {j} coincide in the {which} only; coincident tokens stay "
-                        "coincident and distinct ones stay distinct under full attention"
-                    )
-    for s in range(N):
-        for t in range(s + 1, N):
-            px = sorted(map(_key, X[s])) == sorted(map(_key, X[t]))
-            py = sorted(map(_key, Y[s])) == sorted(map(_key, Y[t]))
-            if px != py or (px and _pairs_multiset(X, Y, s) != _pairs_multiset(X, Y, t)):
-                raise InputError(
-                    f"sequences {s} and {t} are token permutations of each other in the "
-                    f"{'inputs' if px else 'targets'} but not by the same permutation in the "
-                    f"{'targets' if px else 'inputs'}; full attention keeps permuted sequences permuted"
-                )
-    linear = [s for s in range(N) if len(distinct_tokens(X[s])) == 1]
-    if linear:
-        _check_linear_tokens(X[linear, 0, :], Y[linear, 0, :],
-                             f"tokens of sequences {', '.join(map(str, linear))} (one repeated token each)",
-                             "a sequence of one repeated token moves linearly, x -> G x, with the same G for every "
-                             "such sequence", flows)
-    if d == 1 and flows:
-        for s in range(N):
-            for i in range(n):
-                for j in range(n):
-                    if X[s, i, 0] < X[s, j, 0] and not Y[s, i, 0] < Y[s, j, 0]:
-                        raise InputError(
-                            f"sequence {s}: tokens {i} and {j} change order (d = 1); in one dimension the tokens of "
-                            f"a sequence never cross under a flow ({NETWORKS_CAN})"
-                        )
-
-
-def check_blocks_move(blocks: Sequence[Any], X: np.ndarray, Y: np.ndarray) -> None:
-    """Refuse targets that these particular blocks cannot reach because both are degenerate (the
-    theorem's blocks are generic; these are degenerate cases of ``theorems/necessity``), decided
-    exactly on the blocks:
-
-    * V_0 = V_1 = 0: the fields vanish and nothing moves, so Y must equal X;
-    * full attention with beta Q^T K = 0 for both blocks: attention is uniform, every token of a
-      sequence moves by V times the sequence's mean, so the differences of the tokens inside each
-      sequence never change (held to a relative 1e-12).  (The means then move by one linear map;
-      that is not checked here, since in finite depth it need not have det > 0.)
-
-    Raises :class:`~verify.io.errors.InputError`.
-
-    >>> import numpy as np
-    >>> from verify.model.blocks import gaussian_blocks
-    >>> from dataclasses import replace
-    >>> uniform = [replace(b, beta=0.0) for b in gaussian_blocks(0, 2)]
     >>> X = np.random.default_rng(0).normal(size=(3, 2, 2))
-    >>> check_blocks_move(uniform, X, X @ np.array([[1.0, 0.5], [0.0, 2.0]]).T)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    verify.io.errors.InputError: both blocks have beta Q^T K = 0: attention is uniform, so ...
+    >>> X[1] = X[0, ::-1]          # sequence 1 is a permutation of sequence 0
+    >>> predicted_rank(X)
+    8
     """
-    if all(not np.any(b.V) for b in blocks):
-        if not np.array_equal(X, Y):
-            raise InputError("both blocks have V = 0: their fields vanish and nothing moves, so the targets must "
-                             "equal the inputs")
-        return
-    if blocks[0].causal or any(np.any(b.beta * b.Q.T @ b.K) for b in blocks):
-        return
-    dX, dY = X - X[:, :1], Y - Y[:, :1]
-    if np.abs(dY - dX).max() > 1e-12 * max(np.abs(dX).max(), np.abs(dY).max(), 1e-300):
-        raise InputError("both blocks have beta Q^T K = 0: attention is uniform, so every token of a sequence moves "
-                         "with the same velocity and the differences of its tokens never change; the targets change "
-                         "them")
+    b = rank_bound(X, causal, blocks)
+    return b.value if b.sharp else None
 
 
-def _check_linear_tokens(A: np.ndarray, B: np.ndarray, what: str, why: str, orientation: bool = True) -> None:
-    """B^T = G A^T for one G, with det G > 0 if ``orientation`` (rows of A, B: the tokens that
-    move linearly, named ``what``; ``why`` says why they do)."""
-    N, d = A.shape
-    G, *_ = np.linalg.lstsq(A, B, rcond=None)  # A G^T ~ B
-    G = G.T
-    resid = np.abs(A @ G.T - B).max()
-    scale = max(np.abs(B).max(), np.abs(A).max(), 1e-300)
-    if resid > 1e-12 * scale * max(1.0, np.abs(G).max()):
-        raise InputError(f"the targets' {what} are not one linear map G of the inputs' (residual {resid:.2e}); {why}")
-    rank_a, rank_b = exact_rank(A), exact_rank(B)
-    if rank_a != rank_b:
-        raise InputError(
-            f"the {what} span dimension {rank_a} in the inputs but {rank_b} in the targets; G must be invertible ({why})"
-        )
-    det = np.linalg.det(G) if orientation and rank_a == d else 1.0
-    if det <= 0:
-        raise InputError(f"the {what} determine G with det G = {det:.3g} <= 0; the flows reach only "
-                         f"GL+(d) ({why}; {NETWORKS_CAN})")
+def describe(X: Any, causal: bool = False, blocks: Sequence[Any] | None = None) -> list[str]:
+    """The invariant structures present in X that lower the bound, in words."""
+    return list(dict.fromkeys(rank_bound(X, causal, blocks).reasons))
+
+
+def _names(indices: Sequence[int]) -> str:
+    return ", ".join(map(str, indices[:6])) + (f" (and {len(indices) - 6} more)" if len(indices) > 6 else "")

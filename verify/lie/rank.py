@@ -1,8 +1,17 @@
-"""Rank of the bracket matrix: singular values, the rank decision, the minimal degree.
+"""Rank of the bracket matrix: what the arithmetic sees, and what is proved.
 
-The bracket matrix (rows: sequence, token, coordinate; columns: Hall words of degree <= K) is
-scaled column by column before its singular values sigma_1 >= sigma_2 >= ... are taken (rank is
-invariant under nonzero column scaling).  Each column of degree k is divided by
+A rank **deficit is never decided numerically**: the bracket rank is proved equal to the exact
+upper bound of the invariants (:func:`verify.lie.invariants.rank_bound`) when an r x r minor is
+proved nonsingular in Arb ball arithmetic (:func:`verify.lie.certify.rank_at_least`) for r =
+that bound (CERTIFIED), and otherwise it is UNDECIDED, with the singular values each
+arithmetic saw.  (A proof of rank above the bound would refute the invariants: FAIL.)  The
+floating-point analysis below only chooses the degree, the precision and the minor to try.
+
+The bracket matrix (rows: sequence, token, coordinate of one sequence per orbit of the
+symmetry group, :func:`verify.lie.symmetry.orbits`, since the others' rows are images of
+those; columns: Hall words of degree <= K) is scaled column by column before its singular
+values sigma_1 >= sigma_2 >= ... are taken (rank is invariant under nonzero column scaling).
+Each column of degree k is divided by
 
     s_k = max(largest column norm of degree k, |F| L^(k-1)),
 
@@ -11,51 +20,35 @@ either block: the size a degree-k bracket has before cancellation.  Scaling each
 its own norm instead would blow a bracket that vanishes identically (and is computed as
 rounding noise) up to a unit column, and fake a rank.
 
-**Decision rule.**  With u the unit roundoff of the arithmetic used (2^-52 in float64,
-10^-dps in high precision) and W the number of columns, the error of a scaled column,
+**What the arithmetic sees.**  With u the unit roundoff of the arithmetic used (2^-52 in
+float64, 10^-dps in high precision) and W the number of columns, the error of a scaled column,
 measured against 25- and 30-digit recomputations, was at most 132 u on Gaussian data up to
 m = 64 and degree 8, and at most 1.8e5 u over 40 random small collections (entries in
 [-2, 2], beta up to 2, including brackets that vanish identically).  So the noise level is
-eta = 1e6 u sqrt(W) (a margin of 5 over the worst case, and sqrt(W) for the spectral norm of
-the error), and the rank is #{sigma > eta}.  A float64 decision is accepted only when it is
-*full* (no singular value dropped) and the smallest one exceeds 10 eta; otherwise the matrix is
-recomputed at 30, then 60 digits, where a dropped singular value must fall below eta(dps) --
-i.e. shrink with the precision, as an exact zero does -- and a kept one exceed 10 eta(dps).  What
-decided is reported (``decided_by``), with the gap sigma_r / sigma_{r+1}.  Full rank can in
-addition be proved in ball arithmetic (:mod:`verify.lie.certify`).
-
-**Saturated attention.**  The noise model holds only where the arithmetic holds the attention
-weights: what a weight far below the unit roundoff u carries cannot show in any column.  With
-P_min the smallest weight of either block (j <= i under a causal mask; :func:`weight_digits`
-gives w = -log10 P_min from the logits), a decision is accepted only when
-
-    P_min > u   (a full rank: every weight registers against 1),
-    P_min^2 > 10 eta   (a deficit: room for the products of weights in the brackets),
-
-and otherwise the next level is tried; where 60 digits do not resolve the weights, one more
-level at the digits that do (:func:`resolving_digits`), at most ``MAX_DIGITS``.  Beyond, the
-result is undecided (``decisive`` false, the reason in ``undecided``); where not even a full
-rank can be decided (P_min <= u, ``saturated``) a higher degree cannot help, and the degree
-stops growing.  Measured on 165 scaled Gaussian collections (five shapes with m = 6 or 8,
-three seeds each, scales 1 to 1e5; the rank at float64, 30, 60, 150 and 300 digits): without
-the rule the levels contradicted each other on 77 of them, from w = 22 on (there 30 digits
-found a deficit that 60 did not; from w = 349 float64 read full rank into rounding noise);
-with it, 65 were decided at float64, 30, 60 or 150 digits, each as the 300-digit rank, and the
-other 100 (all with w >= 154) undecided.
+eta = 1e6 u sqrt(W) and the numerical rank is #{sigma > eta}; it is taken as a candidate only
+with a gap (the r-th singular value above 10 eta).  The degree grows from the counting bound
+while the float64 rank grows towards the bound (it stops after STALL degrees without a rise);
+then, while the numerical rank is below the bound, the matrix is recomputed at the digits of
+ESCALATION (and at the digits the smallest attention weight or the smallest logits need,
+:func:`weight_digits`, :func:`logit_digits`, per sequence, up to MAX_DIGITS), and at the first
+level whose numerical rank reaches the bound the minor it picks is certified at those digits
+(at least 30).  Near-coincident tokens, tiny or near-symmetric sequences make sigma_min small
+but nonzero: more digits find it, and the certificate then proves it.
 
 >>> import numpy as np
 >>> from verify.model.blocks import gaussian_blocks
 >>> X = np.random.default_rng(1).normal(size=(2, 2, 2))
 >>> r = analyse(gaussian_blocks(0, 2), X)
->>> r.rank, r.expected_rank, r.min_degree, r.counting_degree
-(8, 8, 4, 4)
+>>> r.verdict, r.rank, r.bound, r.min_degree, r.counting_degree
+('CERTIFIED', 8, 8, 4, 4)
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import mpmath
@@ -65,17 +58,22 @@ from scipy.special import logsumexp
 from verify.io.errors import InputError
 from verify.lie.brackets import bracket_matrix
 from verify.lie.hall import basis, counting_degree, degree
-from verify.lie.invariants import predicted_rank
+from verify.lie.invariants import RankBound, rank_bound
+from verify.lie.symmetry import exact_array, orbits
 from verify.model.attention import causal_mask, field, jacobian, logits
 from verify.model.backend import UNIT, namespace, precision
 from verify.model.blocks import Block
 
 NOISE_FACTOR = 1e6  # measured scaled-column error <= 1.8e5 u (module docstring), margin 5
 GAP_FACTOR = 10.0  # a kept singular value must exceed the noise level by this factor
-ESCALATION = (30, 60)  # digits tried when float64 does not decide
+ESCALATION = (30, 60, 120)  # digits tried while the numerical rank is below the bound
 FLOAT64_DIGITS = 52 * math.log10(2)  # -log10 of float64's unit roundoff
 MAX_DIGITS = 150  # the most digits tried for weights that 60 do not resolve (module docstring)
 DEFAULT_MAX_DEGREE = 12
+MAX_DEGREE = 14  # 2538 Hall words; degree 16 has 8800, whose brackets take hours at m of a few dozen
+MAX_DIMENSION = 512  # numbers in the sequences that move independently: n d = 256 took 38 s, 512 the most allowed
+STALL = 2  # degrees without a rise of the float64 rank after which the degree stops growing
+CERTIFY_DIGITS = 30  # the fewest digits of a certificate
 
 
 def noise_level(unit: float, columns: int) -> float:
@@ -135,31 +133,31 @@ def weight_digits(blocks: Sequence[Block], X: np.ndarray) -> float:
 
 
 def logit_digits(blocks: Sequence[Block], X: np.ndarray) -> float:
-    """v = -log10 of lambda = max_b |beta_b| ||Q_b^T K_b||_2 max |x|^2 (0 when lambda >= 1 or
-    lambda = 0): how far below 1 the logits are.  On small data attention is nearly uniform and
+    """v = -log10 of the smallest lambda_s = max_b |beta_b| ||Q_b^T K_b||_2 max_(x in s) |x|^2 over the
+    sequences s whose lambda_s is below 1 and above 0 (0 when there is none): how far below 1
+    the logits of the smallest sequence are.  On small data attention is nearly uniform and
     the singular values that only its structure supplies shrink like lambda (measured on a
     Gaussian (1, 2, 2) collection scaled by s = 1 ... 1e-100: the two smallest fell as
-    3.4e-2 s^2 and 3.4e-3 s^2), so 30 digits read a deficit into data scaled by 1e-20 that 60
-    digits resolve.  lambda = 0 is exact: uniform attention, which the prediction covers
-    (:func:`verify.lie.invariants.uniform_attention`), or X = 0.
+    3.4e-2 s^2 and 3.4e-3 s^2), so 30 digits saw a deficit in data scaled by 1e-20 that 60
+    digits resolve; per sequence, because one sequence at scale 1e-20 beside one at scale 1
+    is as small.  lambda_s = 0 is exact: a sequence at 0, or uniform attention.
 
     >>> import numpy as np
     >>> from verify.model.blocks import gaussian_blocks
     >>> X = np.random.default_rng(1).normal(size=(2, 2, 2))
     >>> [round(logit_digits(gaussian_blocks(0, 2), s * X)) for s in (1, 1e-5, 1e-20)]
     [0, 10, 40]
+    >>> X[1] *= 1e-20                  # one small sequence beside one of order one
+    >>> round(logit_digits(gaussian_blocks(0, 2), X))
+    40
     """
-    big = float(np.max(np.abs(np.asarray(X, dtype=float))))
-    a = max(abs(b.beta) * float(np.linalg.norm(b.Q.T @ b.K, 2)) for b in blocks)
-    if big == 0 or a == 0:
+    a = max(abs(float(b.beta)) * float(np.linalg.norm(np.asarray(b.Q, dtype=float).T @ np.asarray(b.K, dtype=float), 2))
+            for b in blocks)
+    big = np.max(np.abs(np.asarray(X, dtype=float)), axis=(1, 2))
+    big = big[big > 0]
+    if a == 0 or big.size == 0:
         return 0.0
-    return max(0.0, -(math.log10(a) + 2 * math.log10(big)))  # in logarithms: lambda underflows at |x| ~ 1e-160
-
-
-def resolved(w: float, digits: float, columns: int, deficit: bool) -> bool:
-    """Whether weights down to 10^-w are held by an arithmetic of unit roundoff 10^-digits:
-    P_min > u for a full rank, P_min^2 > 10 eta for a deficit (module docstring)."""
-    return 2 * w < digits - _margin(columns) if deficit else w < digits
+    return max(0.0, -(math.log10(a) + 2 * math.log10(float(big.min()))))  # in logarithms: lambda underflows at |x| ~ 1e-160
 
 
 def resolving_digits(w: float, columns: int) -> int:
@@ -172,178 +170,230 @@ def _margin(columns: int) -> float:
     return math.log10(GAP_FACTOR * NOISE_FACTOR * math.sqrt(max(columns, 1)))
 
 
-def decide(sigma: np.ndarray, unit: float, columns: int, full: int) -> tuple[int, bool]:
-    """(rank, decisive) for singular values at unit roundoff ``unit``; see module docstring."""
-    eta = noise_level(unit, columns)
-    r = int(np.sum(sigma > eta))
-    kept_ok = r == 0 or sigma[r - 1] > GAP_FACTOR * eta
-    return r, bool(kept_ok and (r == full or unit < 1e-20))
+@dataclass(frozen=True, kw_only=True)
+class Level:
+    """What one arithmetic saw at the final degree: the numerical ``rank`` #{sigma > noise},
+    ``sigma_r`` (the r-th singular value, 0 when r = 0) and ``next`` (the (r+1)-th, None when
+    none was dropped), in ``arithmetic`` ("float64" or "D digits")."""
 
-
-def _matrix(blocks: Sequence[Block], X: np.ndarray, K: int, dps: int | None) -> Any:
-    if dps is None:
-        return bracket_matrix(blocks, X, K)[0]
-    with precision(dps):
-        return bracket_matrix(blocks, namespace("mpmath").asarray(X), K)[0]
+    arithmetic: str
+    digits: int | None
+    rank: int
+    sigma_r: float
+    next: float | None
+    noise_level: float
 
 
 @dataclass(frozen=True, kw_only=True)
-class Decision:
-    """The rank decision on the bracket matrix of one degree.
+class RankAnalysis:
+    """:func:`analyse`'s answer.
 
-    ``rank`` r = #{sigma > noise_level}; ``sigma`` the singular values of the scaled columns,
-    ``sigma_min`` sigma_r (0 when r = 0), ``first_dropped`` sigma_(r+1) and ``gap`` their ratio
-    (None when nothing was dropped); ``weight_digits`` w = -log10 of the smallest attention
-    weight or logit resolution; ``decided_by`` the arithmetic ("float64" or "D digits"),
-    ``digits`` D (None for float64); ``decisive`` whether the decision rule accepted it, else
-    ``undecided`` says why and what would decide it; ``saturated``: no rank is decidable at
-    these digits; ``matrix`` (m, W) and ``scales`` (W,) the bracket columns and their scales."""
+    ``verdict``: CERTIFIED (the rank is proved to be ``bound``: at least that by the Arb
+    certificate, at most by the invariants), FAIL (a rank above the bound proved: the
+    invariants are wrong), UNDECIDED (``undecided`` says why) or ESTIMATE (asked not to
+    certify; ``rank`` is then a floating-point estimate).  ``bound``, ``sharp``, ``reasons``:
+    the invariants' exact bound (:class:`verify.lie.invariants.RankBound`); ``dimension`` m =
+    N n d.  The floating point: ``rank`` the numerical rank at the last arithmetic tried
+    (``decided_by``), its singular values ``sigma`` of the degree-scaled columns (``scales``) of
+    ``matrix`` (rows of the ``sequences`` that move independently), ``sigma_min`` sigma_r,
+    ``first_dropped``, ``gap`` their ratio, ``levels`` every arithmetic tried.  Degrees:
+    ``counting_degree`` the least with enough words for the bound, ``max_degree`` the final one
+    (``words`` Hall words), ``min_degree`` the least whose columns reach the bound (None below
+    it).  ``certificate``: :func:`verify.lie.certify.rank_at_least`'s answer (None: not tried);
+    ``weight_digits``: the digits the attention weights and logits need."""
 
+    verdict: str
+    dimension: int
+    bound: int
+    sharp: bool
+    reasons: list[str]
     rank: int
     sigma: list[float]
     sigma_min: float
     first_dropped: float | None
     gap: float | None
     noise_level: float
-    weight_digits: float
     decided_by: str
-    digits: int | None
-    decisive: bool
-    undecided: str | None
-    saturated: bool
-    matrix: Any
-    scales: Any
-
-
-@dataclass(frozen=True, kw_only=True)
-class RankAnalysis(Decision):
-    """:func:`analyse`'s answer: the decision at the final degree ``max_degree`` (with ``words``
-    Hall words), against ``expected_rank`` (None: no sharp prediction) in ``dimension`` m =
-    N n d; ``counting_degree`` the least degree with enough words, ``min_degree`` the least
-    whose columns already reach the rank (None below the target), ``matches_prediction``."""
-
-    dimension: int
-    expected_rank: int | None
+    levels: list[Level]
     counting_degree: int
     max_degree: int
     words: int
-    matches_prediction: bool
     min_degree: int | None
+    certificate: dict[str, Any] | None
+    undecided: str | None
+    weight_digits: float
+    sequences: list[int]
+    matrix: Any
+    scales: Any
+
+    @property
+    def certified(self) -> bool:
+        return self.verdict == "CERTIFIED"
+
+    @property
+    def expected_rank(self) -> int | None:
+        """The bound where it is sharp (the rank generic blocks give), else None."""
+        return self.bound if self.sharp else None
+
+    @property
+    def matches_prediction(self) -> bool:
+        return self.certified
+
+
+def check_size(bound: RankBound, rows: int, max_degree: int) -> None:
+    """Refuse, before any work, a rank the brackets cannot reach within the limits."""
+    if not 1 <= max_degree <= MAX_DEGREE:
+        raise InputError(f"a max degree of {max_degree}: give one from 1 to {MAX_DEGREE} ({len(basis(MAX_DEGREE))} "
+                         f"Hall words; degree {MAX_DEGREE + 2} has {len(basis(MAX_DEGREE + 2))}) (max_degree)")
+    if rows > MAX_DIMENSION:
+        raise InputError(f"the sequences that move independently hold {rows} numbers, over the limit of "
+                         f"{MAX_DIMENSION} for the bracket matrix (its rows); split the collection")
 
 
 def analyse(
     blocks: Sequence[Block],
-    X: np.ndarray,
+    X: Any,
     *,
-    expected: int | None = None,
     max_degree: int = DEFAULT_MAX_DEGREE,
     dps: int | None = None,
+    certify: bool = True,
+    deadline: float = math.inf,
+    progress: Callable[[str], None] | None = None,
 ) -> RankAnalysis:
-    """Bracket rank of X against the prediction, growing the degree until it is reached.
+    """The bracket rank of X (N, n, d: floats, or decimal strings exactly as written) against
+    the invariants' exact bound, proved where it can be (module docstring).  ``dps`` fixes the
+    arithmetic of the floating-point analysis (and of the certificate, at least 30 digits);
+    ``certify=False`` stops at the floating-point estimate.  Past ``deadline`` (a
+    ``time.perf_counter()`` value) no further arithmetic is tried.  ``progress`` hears of each
+    degree and arithmetic."""
+    from verify.lie import certify as certificates  # it builds on this module's scales
 
-    Starts at the counting bound and adds a degree until the rank reaches ``expected``
-    (default: :func:`verify.lie.invariants.predicted_rank`; full dimension if there is none) and
-    there are at least as many words as dimensions (so that a deficit is a measured one), or
-    until ``max_degree`` is hit.  ``dps`` forces the given precision for the decision.
-    """
-    N, n, d = X.shape
-    m = N * n * d
+    say = progress or (lambda _: None)
+    Xe = exact_array(X)
+    N, n, d = Xe.shape
     causal = bool(blocks[0].causal)
-    prediction = predicted_rank(X, causal, blocks) if expected is None else expected
-    target = m if prediction is None else prediction
-    start = min(max(counting_degree(target), 1), max_degree)
-    # a deficit is only measured once there are enough words to span the whole space
-    enough = min(counting_degree(m), max_degree)
-    # the digits the arithmetic must hold: the smallest weight (saturation) or the logits (near-uniform)
-    w = max(weight_digits(blocks, X), logit_digits(blocks, X))
-    for K in range(start, max_degree + 1):
-        decision = _analyse_at(blocks, X, K, dps, w)
-        if decision.rank >= target and K >= enough or decision.saturated:
+    bound = rank_bound(Xe, causal, blocks)
+    sequences = [g[0] for g in orbits(Xe, causal)]
+    Xe = Xe[sequences]
+    Xf = Xe.astype(float)
+    check_size(bound, Xe.size, max_degree)
+    target = bound.value
+    counting = counting_degree(max(target, 1))
+    w = max(weight_digits(blocks, Xf), logit_digits(blocks, Xf))
+    first = [dps] if dps is not None else [None]
+    K, rank_at, K0 = min(max(counting, 1), max_degree), {}, None
+    while True:  # the degree, in the first arithmetic
+        say(f"rank: degree {K} ({len(basis(K))} words) in {_name(first[0])}")
+        level, M, scales = _level(blocks, Xe, K, first[0])
+        rank_at[K] = level.rank
+        K0 = K0 or K
+        stalled = K - K0 >= STALL and rank_at[K] <= rank_at[K - STALL]
+        if level.rank >= target or K >= max_degree or stalled or time.perf_counter() > deadline:
             break
+        K += 1
+    levels, why = [level], None
+    later = [] if dps is not None else sorted({*ESCALATION, max(ESCALATION[0], min(resolving_digits(w, len(basis(K))),
+                                                                              MAX_DIGITS))})
+    cert, verdict = None, "ESTIMATE"
+    while True:
+        if level.rank >= target and _gap_ok(level) and certify:
+            digits = max(CERTIFY_DIGITS, level.digits or 0)
+            say(f"rank: certifying rank >= {target} in Arb at {digits} digits")
+            cert = certificates.rank_at_least(blocks, Xe, target, max_degree=K, digits=digits, matrix=M)
+            if cert["certified"]:
+                verdict = "CERTIFIED"
+                if level.rank > target and _gap_ok(level, target + 1):  # more than the bound: prove it, or say nothing
+                    over = certificates.rank_at_least(blocks, Xe, target + 1, max_degree=K, digits=digits, matrix=M)
+                    if over["certified"]:
+                        verdict, cert = "FAIL", over
+                break
+        if not certify and level.rank >= target:
+            break
+        if not later or time.perf_counter() > deadline:
+            break
+        D = later.pop(0)
+        say(f"rank: degree {K} at {D} digits")
+        level, M, scales = _level(blocks, Xe, K, D)
+        levels.append(level)
+    if verdict == "ESTIMATE" and certify:
+        verdict = "UNDECIDED"
+        why = _why(bound, levels, cert, K, max_degree, stalled, target, time.perf_counter() > deadline)
+    sigma = singular_values(M, scales, level.digits)
     words = list(basis(K))
-    result = RankAnalysis(
-        **vars(decision),
-        dimension=m,
-        expected_rank=prediction,
-        counting_degree=counting_degree(target),
-        max_degree=K,
-        words=len(words),
-        matches_prediction=prediction is not None and decision.rank == prediction,
-        # smallest degree whose columns already reach the final rank (prefixes of the same matrix)
-        min_degree=_min_degree(decision, words, target) if decision.rank >= target else None,
-    )
-    if result.rank < target and len(words) < target and result.decisive:  # a cap, not a measured deficit
-        result = replace(result, decisive=False, undecided=(
-            f"the {len(words)} brackets up to degree {K} cannot span the {target} dimensions predicted; give a "
-            f"max degree of at least {result.counting_degree} (max_degree), the counting bound"))
-    return result
+    return RankAnalysis(
+        verdict=verdict, dimension=N * n * d, bound=target, sharp=bound.sharp, reasons=bound.reasons,
+        rank=level.rank, sigma=[float(x) for x in sigma], sigma_min=level.sigma_r, first_dropped=level.next,
+        gap=(level.sigma_r / level.next) if level.next else None, noise_level=level.noise_level,
+        decided_by=level.arithmetic, levels=levels, counting_degree=counting, max_degree=K, words=len(words),
+        min_degree=_min_degree(M, scales, level.digits, words, target) if level.rank >= target else None,
+        certificate=cert, undecided=why, weight_digits=w, sequences=sequences, matrix=M, scales=scales)
 
 
-def _analyse_at(blocks, X, K, dps, w: float) -> Decision:
-    m = int(np.prod(X.shape))
+def _name(digits: int | None) -> str:
+    return "float64" if digits is None else f"{digits} digits"
+
+
+def _gap_ok(level: Level, r: int | None = None) -> bool:
+    """The numerical rank (or r) is clear of the noise: its singular value above GAP_FACTOR eta."""
+    return level.rank >= (r or level.rank) and (level.rank == 0 or level.sigma_r > GAP_FACTOR * level.noise_level)
+
+
+def _why(bound, levels, cert, K, max_degree, stalled, target, late) -> str:
+    """What an UNDECIDED rank saw, in one line: the singular values at each arithmetic."""
+    seen = "; ".join(f"{lv.arithmetic}: rank {lv.rank}" + (f", sigma_{lv.rank + 1} = {lv.next:.1e}" if lv.next is not None
+                                                            else "") + f" (noise {lv.noise_level:.0e})" for lv in levels)
+    if cert is not None and not cert["certified"]:
+        head = f"the minor of rank {target} was not certified ({cert['reason']})"
+    elif levels[-1].rank >= target:
+        head = f"rank {levels[-1].rank} is within {GAP_FACTOR:g}x of the noise"
+    else:
+        head = (f"the brackets show rank below the bound {target} in every arithmetic tried; only an exact argument "
+                "decides a deficit")
+        if not bound.sharp:
+            head += " (the bound is not known to be sharp for these data or blocks)"
+    if all(lv.noise_level >= 1 for lv in levels):  # scaled singular values are at most ~1: nothing can show
+        head = (f"{levels[-1].arithmetic} leave no room to decide a rank (noise {levels[-1].noise_level:.0e} above "
+                "every scaled singular value); give dps 30 or more")
+    more = ("; stopped at the deadline" if late else f"; the degree reached the cap {max_degree} (max_degree)"
+            if K >= max_degree and not stalled and levels[-1].rank < target else "")
+    return f"{head}: {seen}{more}"
+
+
+def _level(blocks, X, K: int, digits: int | None) -> tuple[Level, Any, np.ndarray]:
+    """The bracket matrix of degree <= K at ``digits`` (None: float64), its scales and what its
+    singular values say."""
     degrees = np.array([degree(w) for w in basis(K)])
-    levels = [dps] if dps is not None else [None, *ESCALATION]
-    resolving = resolving_digits(w, len(degrees))
-    if dps is None and ESCALATION[-1] < resolving and w < MAX_DIGITS:
-        levels.append(min(resolving, MAX_DIGITS))
-    for level in levels:
-        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
-            M = _matrix(blocks, X, K, level)
-            scales = degree_scales(blocks, X, M, degrees)
-        W = M.shape[1]
-        if not (np.all(np.isfinite(np.asarray(M, dtype=float))) and np.all(np.isfinite(scales))):
-            raise InputError(f"the brackets of degree <= {K} overflow float64 on this collection (max |x| = "
-                             f"{float(np.abs(np.asarray(X, dtype=float)).max()):.3g}); rescale the data towards |x| ~ 1")
-        sigma = singular_values(M, scales, level)
-        unit = UNIT if level is None else 10.0**-level
-        r, decisive = decide(sigma, unit, W, min(m, W))
-        digits = FLOAT64_DIGITS if level is None else level
-        weights_seen = resolved(w, digits, W, r < min(m, W))
-        if (decisive and weights_seen) or level == levels[-1]:
-            break
-    name = "float64" if level is None else f"{level} digits"
-    undecided = None
-    if not resolved(0.0, digits, W, deficit=True):  # even weights of 1 would not do
-        undecided = (f"at {name} the noise level {noise_level(unit, W):.1g} leaves no room to decide a rank; "
-                     f"give dps {max(resolving_digits(w, W), ESCALATION[0])} or more")
-    elif not weights_seen:
-        undecided = (f"the attention weights or logits reach down to 10^-{w:.3g}, too small for {name} to decide "
-                     f"{'a deficit' if r < min(m, W) else 'the rank'}"
-                     f"{f' (up to {MAX_DIGITS} digits are tried)' if dps is None else ''}; "
-                     "rescale the data towards |x| ~ 1")
-    elif not decisive:
-        undecided = (f"a singular value is within {GAP_FACTOR:g}x of the noise level at {name}, or a deficit "
-                     "was measured below 20 digits; try more digits (dps)")
-    gap = float(sigma[r - 1] / sigma[r]) if 0 < r < len(sigma) and sigma[r] > 0 else None
-    return Decision(
-        rank=r,
-        sigma=[float(s) for s in sigma],
-        sigma_min=float(sigma[r - 1]) if r else 0.0,
-        first_dropped=float(sigma[r]) if r < len(sigma) else None,
-        gap=gap,
-        noise_level=noise_level(unit, W),
-        weight_digits=w,
-        decided_by=name,
-        digits=level,
-        decisive=undecided is None,
-        undecided=undecided,
-        saturated=not resolved(w, digits, W, deficit=False),  # no rank decidable at these digits
-        matrix=M,
-        scales=scales,
-    )
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+        M = _matrix(blocks, X, K, digits)
+        scales = degree_scales(blocks, np.asarray(X, dtype=float), M, degrees)
+    W = M.shape[1]
+    if not (np.all(np.isfinite(np.asarray(M, dtype=float))) and np.all(np.isfinite(scales))):
+        raise InputError(f"the brackets of degree <= {K} overflow float64 on this collection (max |x| = "
+                         f"{float(np.abs(np.asarray(X, dtype=float)).max()):.3g}); rescale the data towards |x| ~ 1")
+    sigma = singular_values(M, scales, digits)
+    unit = UNIT if digits is None else 10.0**-digits
+    eta = noise_level(unit, W)
+    r = int(np.sum(sigma > eta))
+    return Level(arithmetic=_name(digits), digits=digits, rank=r, sigma_r=float(sigma[r - 1]) if r else 0.0,
+                 next=float(sigma[r]) if r < len(sigma) else None, noise_level=eta), M, scales
 
 
-def _min_degree(decision: Decision, words: list, target: int) -> int:
-    """Smallest degree whose columns (a prefix of the matrix) already have rank ``target``."""
+def _matrix(blocks: Sequence[Block], X: np.ndarray, K: int, dps: int | None) -> Any:
+    if dps is None:
+        return bracket_matrix(blocks, np.asarray(X, dtype=float), K)[0]
+    with precision(dps):
+        return bracket_matrix(blocks, namespace("mpmath").asarray(X), K)[0]
+
+
+def _min_degree(M: Any, scales: np.ndarray, digits: int | None, words: list, target: int) -> int:
+    """Smallest degree whose columns (a prefix of the matrix) already have numerical rank ``target``."""
     degs = np.array([degree(w) for w in words])
-    level = decision.digits
-    unit = UNIT if level is None else 10.0**-level
-    M, scales = decision.matrix, decision.scales
+    unit = UNIT if digits is None else 10.0**-digits
     for k in range(1, int(degs.max()) + 1):
         cols = degs <= k
         if cols.sum() < target:
             continue
-        sig = singular_values(M[:, cols], scales[cols], level)
-        if decide(sig, unit, int(cols.sum()), target)[0] >= target:
+        sig = singular_values(M[:, cols], scales[cols], digits)
+        if int(np.sum(sig > noise_level(unit, int(cols.sum())))) >= target:
             return k
     return int(degs.max())

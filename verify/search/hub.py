@@ -31,7 +31,7 @@ from dataclasses import asdict, replace
 import numpy as np
 
 from verify.io.errors import InputError, IntegrationError
-from verify.lie.invariants import check_admissible
+from verify.lie.admissibility import check_admissible
 from verify.model.blocks import Block
 from verify.model.dynamics import CONTINUOUS
 from verify.search.settings import Settings

@@ -1,6 +1,6 @@
 """Constructive interpolation: a control (or network) mapping the inputs onto the targets.
 
-Four methods, all after :func:`verify.lie.invariants.check_admissible` has refused targets that an
+Four methods, all after :func:`verify.lie.admissibility.check_admissible` has refused targets that an
 invariant forbids:
 
 * ``lm`` (default): multiple shooting (:mod:`verify.search.shooting`): ``steps_per_dim * m`` steps of
@@ -87,7 +87,7 @@ import numpy as np
 
 from verify.io import validate
 from verify.io.errors import InputError
-from verify.lie.invariants import check_admissible, check_blocks_move
+from verify.lie.admissibility import check_admissible, check_blocks_move
 from verify.model.blocks import Block
 from verify.model.dynamics import FINITE
 from verify.model.network import propagated_rounding
@@ -114,6 +114,8 @@ from verify.search.shooting import Shooting
 from verify.search.solution import Solution
 from verify.search.steering import steer_solve
 
+MAX_SIZE = 1024  # N n d: the shooting matrices of a larger collection take gigabytes, and nothing past 128 was ever solved
+
 
 def solve(
     blocks: Sequence[Block],
@@ -125,6 +127,9 @@ def solve(
     """Find a control (continuous) or network (finite) taking X to Y; see module docstring
     (``settings``: :class:`verify.search.settings.Settings`, its defaults when None)."""
     settings = Settings() if settings is None else settings
+    if np.size(X) > MAX_SIZE:
+        raise InputError(f"the collection has N n d = {np.size(X)} numbers; the solver's Jacobians have (N n d)^2 "
+                         f"entries per segment, so it takes at most {MAX_SIZE} (its reach ends near 64: docs/solver-reach.md)")
     if not settings.prune >= 0:
         raise InputError(f"prune must be a number of seconds >= 0 (0: no pruning), got {settings.prune}")
     if not settings.time_budget > 0:  # NaN too: a deadline of NaN never comes
