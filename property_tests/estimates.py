@@ -152,15 +152,15 @@ def main(argv: list[str]) -> int:
             refused += 1
             continue
         rows.append(asdict(o))
-        flag = " FALSE PASS" if o.verdict == "PASS" and o.refuted else (" RATIO > 1" if o.ratio > 1 else "")
+        flag = " FALSE PASS" if o.verdict == "WITHIN" and o.refuted else (" RATIO > 1" if o.ratio > 1 else "")
         print(f"seed {seed}: {o.depth} {o.shape} scale {o.scale:.3g} ratio {o.ratio:.2e} "
               f"({o.true_error:.2e} / {o.estimate:.2e}) {o.verdict}{flag} {o.seconds:.1f}s", flush=True)
     ratios = [r["ratio"] for r in rows]
     summary = {"draws": count, "measured": len(rows), "refused_by_float64": refused,
                "max_ratio": max(ratios, default=0.0), "over_1": sum(r > 1 for r in ratios),
-               "false_pass": sum(r["verdict"] == "PASS" and r["refuted"] for r in rows),
+               "false_pass": sum(r["verdict"] == "WITHIN" and r["refuted"] for r in rows),
                "truths_compared": len(agree), "worst_truth_disagreement": max(agree, default=0.0),
-               "verdicts": {v: sum(r["verdict"] == v for r in rows) for v in ("PASS", "FAIL", "UNDECIDED")}}
+               "verdicts": {v: sum(r["verdict"] == v for r in rows) for v in ("WITHIN", "OUTSIDE", "UNDECIDED")}}
     print(json.dumps(summary))
     if out:
         with open(out, "x", encoding="utf-8") as f:

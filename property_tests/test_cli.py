@@ -28,12 +28,16 @@ def test_check_accepts_and_rejects(tmp_path, depth, causal):
     doc = independent_doc(depth, causal, seed=7)
     ok = run("check", str(write(tmp_path, "ok.json", doc)))
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert ok.stdout.startswith("PASS")
+    assert ok.stdout.startswith("CERTIFIED") and "numbers: JSON numbers as the binary64" in ok.stdout
+    est = run("check", "--estimate", str(tmp_path / "ok.json"))
+    assert est.returncode == 0 and est.stdout.startswith("WITHIN TOLERANCE (estimate, not a proof)")
     doc["targets"][1][2][0] += 1e-4
     bad = run("check", "--json", str(write(tmp_path, "moved.json", doc)))
     assert bad.returncode == 1
     verdict = json.loads(bad.stdout)
-    assert verdict["passed"] is False and verdict["error"] > 5e-5
+    assert verdict["passed"] is False and verdict["verdict"] == "FAIL" and verdict["error_lower"] > 5e-5
+    est = json.loads(run("check", "--estimate", "--json", str(tmp_path / "moved.json")).stdout)
+    assert (est["verdict"], est["kind"]) == ("OUTSIDE", "estimate") and est["error"] > 5e-5
 
 
 @pytest.mark.parametrize("content, message", [
@@ -56,14 +60,17 @@ def test_integration_failure_during_replay_is_one_line(tmp_path, uniform, messag
     if uniform:  # Q = 0: uniform attention, exponential growth until float64 overflows
         doc["blocks"][0]["Q"] = [[0.0, 0.0], [0.0, 0.0]]
     doc["steps"] = [{"block": 0, "duration": 20.0}]
-    r = run("check", str(write(tmp_path, "w.json", doc)))  # a verdict cannot be reached: UNDECIDED, exit 1
-    assert r.returncode == 1 and r.stdout.startswith("UNDECIDED") and message in r.stdout and not r.stderr
+    for extra in ([], ["--estimate"]):  # a verdict cannot be reached: UNDECIDED, exit 1, at once
+        r = run("check", *extra, str(write(tmp_path, "w.json", doc)))
+        assert r.returncode == 1 and r.stdout.startswith("UNDECIDED") and message in r.stdout and not r.stderr
 
 
 def test_check_with_dps(tmp_path):
     doc = independent_doc("continuous", False, seed=3)
-    r = run("check", "--dps", "20", "--json", str(write(tmp_path, "w.json", doc)))
+    r = run("check", "--estimate", "--dps", "20", "--json", str(write(tmp_path, "w.json", doc)))
     assert r.returncode == 0 and json.loads(r.stdout)["precision"] == "20 digits"
+    r = run("check", "--dps", "60", "--json", str(tmp_path / "w.json"))
+    assert r.returncode == 0 and json.loads(r.stdout)["precision"] == "Arb balls at 60 digits"
     r = run("check", "--dps", "0", str(write(tmp_path, "w.json", doc)))
     assert r.returncode == 2 and "expected a whole number of digits from 1 to 200" in r.stderr
 
@@ -82,10 +89,12 @@ def test_check_replays_at_the_recorded_precision(tmp_path):
     with mpmath.workdps(30):
         end = apply(w.blocks_at(30), w.steps_at(30), w.array_at("inputs", 30), dps=30).end
         doc["targets"] = [[[mpmath.nstr(v, 30) for v in tok] for tok in seq] for seq in end]
-    r = run("check", "--json", str(write(tmp_path, "w30.json", doc | {"precision": "30 digits"})))
+    r = run("check", "--estimate", "--json", str(write(tmp_path, "w30.json", doc | {"precision": "30 digits"})))
     assert r.returncode == 0 and json.loads(r.stdout)["precision"] == "30 digits", r.stdout + r.stderr
-    r = run("check", "--json", str(write(tmp_path, "w64.json", doc | {"precision": "float64"})))
+    r = run("check", "--estimate", "--json", str(write(tmp_path, "w64.json", doc | {"precision": "float64"})))
     assert r.returncode == 1 and json.loads(r.stdout)["precision"] == "float64"
+    r = run("check", "--json", str(tmp_path / "w64.json"))  # the certificate does not depend on the label
+    assert r.returncode == 0 and json.loads(r.stdout)["verdict"] == "CERTIFIED", r.stdout
 
 
 def test_help_lists_subcommands():
@@ -121,9 +130,9 @@ def test_rank_json_dump_and_certify(tmp_path):
     r = run("rank", "--inputs", str(x), "--seed", "4", "--certify", "--json", "--dump", str(dump))
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    for key in ("dimension", "rank", "expected_rank", "min_degree", "certified", "sigma_min"):
+    for key in ("dimension", "rank", "bound", "min_degree", "verdict", "sigma_min", "levels", "kind"):
         assert key in out
-    assert out["rank"] == out["dimension"] == 8 and out["certified"] is True
+    assert out["rank"] == out["dimension"] == out["bound"] == 8 and out["verdict"] == "CERTIFIED" and out["passed"]
     with np.load(dump) as z:
         assert z["matrix"].shape == (8, len(z["words"]))
         assert list(z["words"][:3]) == ["0", "1", "[0,1]"]
@@ -137,9 +146,9 @@ def test_rank_saturated_attention_is_undecided_not_a_verdict(tmp_path):
     X = 1e20 * np.random.default_rng(1).normal(size=(2, 2, 2))
     r = run("rank", "--inputs", str(save_npy(tmp_path, "x.npy", X)), "--seed", "0")
     assert r.returncode == 1 and r.stdout.startswith("UNDECIDED: ") and "FAIL" not in r.stdout
-    assert "attention weight" in r.stdout and "rescale the data" in r.stdout
+    assert "only an exact argument decides a deficit" in r.stdout and "float64: rank" in r.stdout
     j = json.loads(run("rank", "--inputs", str(tmp_path / "x.npy"), "--seed", "0", "--json").stdout)
-    assert j["decisive"] is False and j["weight_digits"] > 1e39
+    assert j["verdict"] == "UNDECIDED" and j["passed"] is False and j["weight_digits"] > 1e39
 
 
 def test_rank_dump_matches_independent_high_precision_columns(tmp_path):
@@ -169,7 +178,7 @@ def test_rank_causal_reports_gl_d(tmp_path):
     r = run("rank", "--inputs", str(save_npy(tmp_path, "x.npy", X)), "--seed", "1", "--causal", "--certify", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["rank"] == out["expected_rank"] == 2 * 2 + 2 * 3
+    assert out["rank"] == out["bound"] == 2 * 2 + 2 * 3 and out["verdict"] == "CERTIFIED"
     assert out["gl_d"]["certified"] and out["gl_d"]["rank"] == 4
 
 
@@ -234,8 +243,11 @@ def test_an_out_path_that_is_a_file_is_refused_before_any_work(tmp_path, command
 def test_a_network_that_overflows_is_refused_in_one_line(tmp_path, dps):
     doc = independent_doc("finite", False, seed=1)
     doc["layers"][0]["step"] = 1e300  # the next layers' logits overflow float64
-    r = run("check", str(write(tmp_path, "w.json", doc)), *(["--dps", dps] if dps else []))
+    r = run("check", "--estimate", str(write(tmp_path, "w.json", doc)), *(["--dps", dps] if dps else []))
     assert r.returncode == 1 and r.stdout.startswith("UNDECIDED") and "the network's image overflowed" in r.stdout
+    assert not r.stderr
+    r = run("check", str(tmp_path / "w.json"), *(["--dps", dps] if dps else []))
+    assert r.returncode == 1 and r.stdout.startswith("UNDECIDED") and "not finite in ball arithmetic" in r.stdout
     assert not r.stderr
 
 
@@ -308,7 +320,7 @@ def test_the_engine_names_parameters_and_the_command_line_names_flags(tmp_path):
 
     X = np.random.default_rng(0).normal(size=(1, 2, 2))
     r = run("rank", "--inputs", str(save_npy(tmp_path, "x.npy", X)), "--seed", "0", "--dps", "1")
-    assert r.returncode == 1 and "give --dps" in r.stdout and "give dps" not in r.stdout
+    assert r.returncode == 1 and "give --dps 30 or more" in r.stdout and "give dps" not in r.stdout, r.stdout
     doc = independent_doc("finite", False, seed=7)
     r = run("--max-steps", "1", "check", str(write(tmp_path, "w.json", doc)))
     assert r.returncode == 2 and "raise it with --max-steps" in r.stderr

@@ -89,9 +89,12 @@ def _utf8(raw: bytes, where: str) -> str:
         raise InputError(f"{where}: not a UTF-8 text file") from None
 
 
-def load_collection(path: str | Path, role: str = "inputs", limits: Limits = DEFAULT_LIMITS) -> np.ndarray:
+def load_collection(path: str | Path, role: str = "inputs", limits: Limits = DEFAULT_LIMITS,
+                    exact: bool = False) -> np.ndarray:
     """A finite float64 (N, n, d) array from .npy, .npz or .json (see module docstring), read as
-    the ``role`` "inputs" or "targets".
+    the ``role`` "inputs" or "targets"; with ``exact``, an object array of the numbers as written
+    (floats, and the decimal strings a .json file may hold, as their text), for exact decisions
+    and certificates.
 
     >>> import tempfile, os, numpy as np
     >>> p = os.path.join(tempfile.mkdtemp(), "xy.npz")
@@ -124,7 +127,11 @@ def load_collection(path: str | Path, role: str = "inputs", limits: Limits = DEF
         if isinstance(exc, InputError):
             raise
         raise InputError(f"{name}: cannot read as {suffix} ({exc})") from None
-    return validate.collection(data, name)
+    if data.dtype == object:
+        validate.collection(data.astype(float), name)
+        return data if exact else data.astype(float)
+    data = validate.collection(data, name)
+    return data.astype(float).astype(object) if exact else data
 
 
 def load_blocks(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> tuple[tuple[Block, Block], dict[str, Any]]:
@@ -135,7 +142,8 @@ def load_blocks(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> tuple[tupl
         raise InputError(f"{p}: expected a JSON object with a field 'blocks' (two objects with Q, K, V)")
     causal, beta = parse_attention(doc.get("attention", {}), str(p))
     mats = parse_blocks(doc["blocks"], str(p))
-    blocks = tuple(Block(*(m[k].astype(float) for k in "QKV"), beta=beta, causal=causal) for m in mats)
+    blocks = tuple(Block(*(m[k].astype(float) for k in "QKV"), beta=float(beta), causal=causal,
+                         exact={**{k: m[k] for k in "QKV"}, "beta": beta}) for m in mats)  # as written, for certificates
     return _two_blocks(blocks), {"causal": causal, "beta": beta}
 
 

@@ -38,6 +38,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -111,13 +112,25 @@ def _no_duplicates(where: str):
     return hook
 
 
+SIGNIFICANT = 17  # a JSON number denotes the binary64 nearest to it; 17 significant digits determine it
+
+
+def _significant(text: str) -> int:
+    """The significant digits of a decimal literal (leading and trailing zeros aside)."""
+    mantissa = re.split("[eE]", text.lstrip("+-"))[0].replace(".", "")
+    return len(mantissa.strip("0"))
+
+
 def _number(where: str):
-    def parse(text: str) -> float:
+    def parse(text: str) -> float | int:
         if len(text) > 400:
             raise InputError(f"{where}: a number of {len(text)} characters; write it as a decimal string if it needs them")
         v = float(text)
         if not math.isfinite(v):
             raise InputError(f"{where}: the number {text[:40]} is beyond float64's range; rescale or write a decimal string")
+        if _significant(text) > SIGNIFICANT and Fraction(text) != Fraction(v):
+            raise InputError(f"{where}: the JSON number {text[:40]} has more significant digits than binary64 holds "
+                             "(a JSON number denotes the nearest binary64); write it as a decimal string to keep them")
         return v if any(c in text for c in ".eE") else int(text)
     return parse
 
@@ -193,6 +206,26 @@ def create_exclusive(path: str | Path, text: str | bytes) -> None:
         raise InputError(f"{_shown(p)}: cannot create ({exc.strerror})") from None
     with os.fdopen(fd, "wb") as f:
         f.write(text.encode("utf-8") if isinstance(text, str) else text)
+
+
+def check_outputs(directory: str | Path, files: tuple[str, ...] = (), folders: tuple[str, ...] = ()) -> None:
+    """Refuse, before any work, what would make a report write outside ``directory`` or fail
+    after the work: one of ``files`` (rewritten by :func:`replace_file`) that is a directory or
+    another non-file (a link is fine: it is replaced, never followed), or one of ``folders``
+    (written into) that is a symbolic link (writing into it would write wherever it points) or
+    not a directory.  Paths are relative to ``directory``."""
+    d = Path(directory)
+    for name in files:
+        p = d / name
+        if os.path.lexists(p) and not p.is_symlink() and not p.is_file():
+            raise InputError(f"{_shown(p)} exists and is not a file; remove it or choose another output directory")
+    for name in folders:
+        p = d / name
+        if p.is_symlink():
+            raise InputError(f"{_shown(p)} is a symbolic link; the suite writes only inside {_shown(d)}, so remove the "
+                             "link or choose another output directory")
+        if os.path.lexists(p) and not p.is_dir():
+            raise InputError(f"{_shown(p)} exists and is not a directory; remove it or choose another output directory")
 
 
 def replace_file(path: str | Path, text: str | bytes) -> Path:

@@ -36,17 +36,30 @@ MAX_DIGITS = 200
 
 
 def numbers(x: Any, name: str) -> np.ndarray:
-    """Nested lists of JSON numbers (int or float, not bool, not strings) as a float64 array;
-    ragged lists and any other entry are refused by name."""
+    """Nested lists of JSON numbers (int or float, not bool) or decimal strings (digits a float
+    would lose) as a float64 array, or, where a decimal string is present, an object array of
+    floats and those strings exactly as written; ragged lists and any other entry are refused
+    by name."""
+    from verify.io.files import decimal
+
     try:
         a = np.array(x, dtype=object)
     except ValueError:
         raise InputError(f"{name}: nested lists are ragged; expected a rectangular array") from None
+    if a.ndim == 0 or any(s == 0 for s in a.shape):
+        return np.zeros(a.shape)  # empty: the shape check names the axis
+    strings = False
     for v in a.ravel():
         if isinstance(v, list):
             raise InputError(f"{name}: nested lists are ragged; expected a rectangular array")
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise InputError(f"{name}: an entry {str(v)[:40]!r} is not a number; every entry must be a JSON number")
+        if isinstance(v, str):
+            decimal(v, name)
+            strings = True
+        elif isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise InputError(f"{name}: an entry {str(v)[:40]!r} is not a number; every entry must be a JSON number "
+                             "or a decimal string")
+    if strings:
+        return np.vectorize(lambda v: v if isinstance(v, str) else float(v), otypes=[object])(a)
     return a.astype(float)
 
 

@@ -18,8 +18,10 @@ Schema ``attention-interpolation-witness/1`` (field names are an interface; see 
       ... any extra fields (precision, certificate, provenance) are kept as they are.
     }
 
-Numbers are JSON numbers or decimal strings (for more than 17 significant digits); strings
-are parsed at the working precision of a high-precision replay, so nothing is lost.
+A JSON number denotes the binary64 nearest to it (as every JSON reader takes it; one with more
+significant digits than binary64 holds is refused), a decimal string the exact decimal it
+writes (docs/conventions.md §4): a float64 replay rounds a string to the nearest binary64, a
+replay at D digits to the nearest number of D digits, and a certificate encloses it exactly.
 
 >>> import numpy as np
 >>> from verify.model.blocks import gaussian_blocks
@@ -36,6 +38,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,7 @@ import numpy as np
 from verify.io import validate
 from verify.io.errors import InputError
 from verify.io.files import DEFAULT_LIMITS, Limits, check_creatable, create_exclusive, decimal, load_json, parse_json
+from verify.lie.symmetry import exact
 from verify.model.backend import namespace
 from verify.model.blocks import Block
 
@@ -57,12 +61,14 @@ VACUOUS = 1e-3  # a tolerance above VACUOUS max(1, max |target|) claims nothing 
 
 @dataclass(frozen=True)
 class Witness:
-    """A parsed witness.  Numeric arrays are object arrays holding floats or decimal strings
-    exactly as written; :meth:`blocks_at`, :meth:`array_at` and :meth:`steps_at` convert them
-    to float64 (``dps=None``) or to high-precision numbers (inside :func:`precision`)."""
+    """A parsed witness.  Numbers are held exactly as written (decimal strings as text, JSON
+    numbers as the floats they denote); :meth:`blocks_at`, :meth:`array_at` and
+    :meth:`steps_at` convert them to float64 (``dps=None``) or to high-precision numbers (inside
+    :func:`precision`).  ``tolerance`` is the tolerance rounded to float64 (for messages and
+    estimates); ``exact_tolerance`` the number written."""
 
     causal: bool
-    beta: float
+    beta: Any
     matrices: tuple[dict[str, np.ndarray], dict[str, np.ndarray]]
     inputs: np.ndarray
     targets: np.ndarray
@@ -70,6 +76,7 @@ class Witness:
     steps: tuple[tuple[int, Any], ...]
     tolerance: float
     extra: dict[str, Any] = dc_field(default_factory=dict)
+    exact_tolerance: Any = None
 
     @property
     def digits(self) -> int | None:
@@ -78,8 +85,12 @@ class Witness:
         return parse_precision(self.extra.get("precision", "float64"))
 
     def blocks_at(self, dps: int | None = None) -> tuple[Block, Block]:
+        """The blocks in float64 or at ``dps`` digits, each carrying the exact numbers written
+        (:meth:`verify.model.blocks.Block.in_arb` encloses those)."""
+        beta = float(self.beta) if dps is None else namespace("mpmath").asarray(self.beta)[()]
         return tuple(  # type: ignore[return-value]
-            Block(*(_convert(m[k], dps) for k in "QKV"), beta=self.beta, causal=self.causal)
+            Block(*(_convert(m[k], dps) for k in "QKV"), beta=beta, causal=self.causal,
+                  exact={**{k: m[k] for k in "QKV"}, "beta": self.beta})
             for m in self.matrices
         )
 
@@ -120,10 +131,12 @@ def _convert(a: np.ndarray, dps: int | None) -> np.ndarray:
 
 
 def _number(v: Any, where: str) -> Any:
+    """A number exactly as written: a decimal string as its text, a JSON number (or a Python
+    number given in memory) as the binary64 it denotes."""
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         raise InputError(f"{where}: expected a number or a decimal string, got {v!r}")
     if isinstance(v, str):
-        f = float(decimal(v, where))
+        f = float(decimal(str(v), where))
     else:
         try:
             f = float(v)
@@ -131,7 +144,14 @@ def _number(v: Any, where: str) -> Any:
             f = math.inf
     if not math.isfinite(f):
         raise InputError(f"{where}: {v!r} is not a finite number")
-    return v if isinstance(v, str) else float(v)
+    return str(v) if isinstance(v, str) else float(v)
+
+
+def _block_index(v: Any, where: str) -> int:
+    """A step's block: the JSON number 0 or 1 (not a string, not a bool)."""
+    if isinstance(v, int) and not isinstance(v, bool) and v in (0, 1):
+        return v
+    raise InputError(f"{where}: unknown block index {str(v)[:20]}; blocks are numbered 0 and 1 (JSON numbers)")
 
 
 def _array(v: Any, where: str, ndim: int) -> np.ndarray:
@@ -140,6 +160,8 @@ def _array(v: Any, where: str, ndim: int) -> np.ndarray:
             return _number(x, path)
         if not isinstance(x, list):
             raise InputError(f"{where}: expected {ndim} levels of nested lists, found {type(x).__name__} at {path}")
+        if not x:
+            raise InputError(f"{where}: {path} is an empty list; every axis needs at least one entry (N, n, d >= 1)")
         return [walk(y, depth + 1, f"{path}[{i}]") for i, y in enumerate(x)]
 
     rows = walk(v, 0, where)
@@ -152,11 +174,11 @@ def _array(v: Any, where: str, ndim: int) -> np.ndarray:
     return a
 
 
-def parse_attention(att: Any, source: str) -> tuple[bool, float]:
-    """(causal, beta) from an ``attention`` object."""
+def parse_attention(att: Any, source: str) -> tuple[bool, Any]:
+    """(causal, beta) from an ``attention`` object; beta exactly as written."""
     if not isinstance(att, dict) or not isinstance(att.get("causal", False), bool) or set(att) - {"causal", "beta"}:
         raise InputError(f"{source}: 'attention' must be an object with a boolean 'causal' and a number 'beta'")
-    return att.get("causal", False), float(_number(att.get("beta", 1.0), f"{source}: attention.beta"))
+    return att.get("causal", False), _number(att.get("beta", 1.0), f"{source}: attention.beta")
 
 
 def parse_blocks(bl: Any, source: str, d: int | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -180,7 +202,8 @@ def parse_blocks(bl: Any, source: str, d: int | None = None) -> tuple[dict[str, 
 
 
 def parse(text: str, source: str = "witness", limits: Limits = DEFAULT_LIMITS) -> Witness:
-    """Parse and validate witness JSON text (strictly: :func:`verify.io.files.parse_json`)."""
+    """Parse and validate witness JSON text (strictly: :func:`verify.io.files.parse_json`, every
+    number kept as written)."""
     return from_dict(parse_json(text, source), source, limits)
 
 
@@ -222,15 +245,16 @@ def from_dict(doc: Any, source: str = "witness", limits: Limits = DEFAULT_LIMITS
     for k, s in enumerate(raw):
         if not isinstance(s, dict) or set(s) != {"block", length}:
             raise InputError(f"{source}: {key}[{k}] must be an object with exactly the fields 'block' and {length!r}")
-        steps.append((s["block"], _number(s[length], f"{key}[{k}].{length}")))
+        steps.append((_block_index(s["block"], f"{key}[{k}].block"), _number(s[length], f"{key}[{k}].{length}")))
     validate.steps(steps, key)
-    tol = float(_number(doc["tolerance"], "tolerance"))
-    if tol < 0:
-        raise InputError(f"{source}: tolerance must be non-negative, got {tol}")
+    exact_tol = _number(doc["tolerance"], "tolerance")
+    tol = float(exact_tol)
+    if tol < 0 or exact(exact_tol) < 0:
+        raise InputError(f"{source}: tolerance must be non-negative, got {exact_tol}")
     vacuous(tol, targets.astype(float), source)
     extra = {k: v for k, v in doc.items() if k not in (*REQUIRED, "steps", "layers")}
     parse_precision(extra.get("precision", "float64"), source)
-    return Witness(causal, beta, mats, inputs, targets, depth, tuple(steps), tol, extra)
+    return Witness(causal, beta, mats, inputs, targets, depth, tuple(steps), tol, extra, exact_tol)
 
 
 def vacuous(tolerance: float, targets: np.ndarray, source: str) -> None:
@@ -262,6 +286,9 @@ def _jsonable(a: Any) -> Any:
         return int(a)
     if isinstance(a, mpmath.mpf):  # all the digits its mantissa holds, whatever the current precision
         return mpmath.nstr(a, math.ceil(max(53, int(a.man).bit_length()) * math.log10(2)) + 1, strip_zeros=False)
+    if isinstance(a, str):  # a decimal string as written, a JSON number where it is a binary64 exactly
+        f = float(a)
+        return f if math.isfinite(f) and Fraction(f) == Fraction(a) else str(a)
     return str(a)  # other high-precision numbers: decimal strings with all their digits
 
 
@@ -281,8 +308,8 @@ def make(
     key, length = DEPTHS[depth]
     doc = {
         "schema": SCHEMA,
-        "attention": {"causal": bool(blocks[0].causal), "beta": float(blocks[0].beta)},
-        "blocks": [{m: _jsonable(getattr(b, m)) for m in "QKV"} for b in blocks],
+        "attention": {"causal": bool(blocks[0].causal), "beta": _jsonable(blocks[0].exact_entries("beta"))},
+        "blocks": [{m: _jsonable(b.exact_entries(m) if b.exact else getattr(b, m)) for m in "QKV"} for b in blocks],
         "inputs": _jsonable(inputs),
         "targets": _jsonable(targets),
         "depth": depth,

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from verify.model.backend import namespace_of
+from verify.model.backend import is_mp, namespace_of
 from verify.model.blocks import Block
 
 
@@ -40,6 +40,12 @@ def block_arrays(block: Block, xp: Any, like: Any = None) -> tuple[Any, Any, Any
     """Q^T, K^T, V^T in namespace ``xp`` (transposed: tokens are rows, so Q x_i = (X Q^T)_i)."""
     kw = {} if like is None or not hasattr(like, "dtype") or xp.__name__ == "mpmath" else {"dtype": like.dtype}
     return tuple(xp.matrix_transpose(xp.asarray(m, **kw)) for m in (block.Q, block.K, block.V))  # type: ignore[return-value]
+
+
+def beta_in(block: Block, xp: Any) -> Any:
+    """The block's beta as a number of namespace ``xp`` (a float64 series of a high-precision block
+    takes its beta rounded, as it takes its matrices)."""
+    return block.beta if is_mp(xp) else float(block.beta)
 
 
 def causal_mask(xp: Any, n: int) -> Any:
@@ -55,7 +61,7 @@ def logits(block: Block, X: Any) -> Any:
     """l_ij = beta <Q x_i, K x_j> of shape (..., n, n), every entry (the causal mask is not applied)."""
     xp = namespace_of(X)
     Qt, Kt, _ = block_arrays(block, xp, X)
-    return block.beta * xp.matmul(xp.matmul(X, Qt), xp.matrix_transpose(xp.matmul(X, Kt)))
+    return beta_in(block, xp) * xp.matmul(xp.matmul(X, Qt), xp.matrix_transpose(xp.matmul(X, Kt)))
 
 
 def softmax_weights(block: Block, X: Any) -> Any:
@@ -96,7 +102,7 @@ def jvp(block: Block, X: Any, U: Any) -> Any:
     Qt, Kt, Vt = block_arrays(block, xp, X)
     P = softmax_weights(block, X)
     QX, KX, VX = xp.matmul(X, Qt), xp.matmul(X, Kt), xp.matmul(X, Vt)
-    dL = block.beta * (
+    dL = beta_in(block, xp) * (
         xp.matmul(xp.matmul(U, Qt), xp.matrix_transpose(KX))
         + xp.matmul(QX, xp.matrix_transpose(xp.matmul(U, Kt)))
     )
@@ -153,7 +159,7 @@ def field_and_jacobian(block: Block, Z: np.ndarray) -> tuple[np.ndarray, np.ndar
     (True, (5, 3, 8, 8))
     """
     n, d = Z.shape[-2:]
-    M = block.beta * block.Q.T @ block.K
+    M = float(block.beta) * block.Q.T @ block.K
     VX, B, MX = _times(Z, block.V.T), _times(Z, M), _times(Z, M.T)
     P = _weights(B, Z, block.causal)
     F = _small_matmul(P, VX)
@@ -190,7 +196,7 @@ def field_jet(block: Block, Z0: np.ndarray, Z1: np.ndarray, Z2: np.ndarray) -> t
     >>> bool(np.abs(F1 - jvp(b0, Z0, Z1)).max() < 1e-13)
     True
     """
-    M = block.beta * block.Q.T @ block.K
+    M = float(block.beta) * block.Q.T @ block.K
     B0, B1, B2 = _times(Z0, M), _times(Z1, M), _times(Z2, M)
     T0, T1, T2 = (np.swapaxes(Z, -1, -2) for Z in (Z0, Z1, Z2))
     P = _weights(B0, Z0, block.causal)
@@ -208,7 +214,7 @@ def field_jet(block: Block, Z0: np.ndarray, Z1: np.ndarray, Z2: np.ndarray) -> t
 
 def field_numpy(block: Block, Z: np.ndarray) -> np.ndarray:
     """F_theta(Z) for float64 NumPy Z (..., n, d): :func:`field` without the namespace layer."""
-    P = _weights(_times(Z, block.beta * block.Q.T @ block.K), Z, block.causal)
+    P = _weights(_times(Z, float(block.beta) * block.Q.T @ block.K), Z, block.causal)
     return _small_matmul(P, _times(Z, block.V.T))
 
 

@@ -31,6 +31,7 @@ import math
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
+from fractions import Fraction
 from typing import Any
 
 import mpmath
@@ -73,21 +74,38 @@ def precision(dps: int) -> Iterator[None]:
 
 
 def _to_mpfr(v: Any) -> Any:
-    return gmpy2.mpfr(mpmath.nstr(v, mpmath.mp.dps + 5)) if isinstance(v, mpmath.mpf) else gmpy2.mpfr(v)
+    if isinstance(v, mpmath.mpf):
+        return gmpy2.mpfr(mpmath.nstr(v, mpmath.mp.dps + 5))
+    if isinstance(v, Fraction):  # correctly rounded, as a decimal string is
+        return gmpy2.mpfr(v.numerator) / v.denominator
+    return gmpy2.mpfr(v)
 
 
 def _to_mpf(v: Any) -> Any:
     if gmpy2 is not None and isinstance(v, gmpy2.mpfr):
         return mpmath.mpf(v.as_integer_ratio()[0]) / v.as_integer_ratio()[1]
+    if isinstance(v, Fraction):
+        return mpmath.mpf(v.numerator) / v.denominator
     return mpmath.mpf(v)
 
 
 def _to_arb(v: Any) -> Any:
+    """A ball that contains the exact value of v: binary floats and integers exactly, rationals
+    and decimal strings rounded outward at the working precision, balls as they are."""
     import flint
 
-    if isinstance(v, (float, int, np.floating, np.integer)):
+    if isinstance(v, flint.arb):
+        return v
+    if isinstance(v, (float, int, np.floating, np.integer)) and not isinstance(v, bool):
         return flint.arb(float(v)) if isinstance(v, (float, np.floating)) else flint.arb(int(v))
+    if isinstance(v, Fraction):
+        return flint.arb(flint.fmpq(v.numerator, v.denominator))
     return flint.arb(str(v))  # decimal strings (rounded outward by Arb)
+
+
+def to_arb(v: Any) -> Any:
+    """One number as an Arb ball containing its exact value (see :func:`_to_arb`)."""
+    return _to_arb(v)
 
 
 def _arb_exp(x: Any) -> Any:

@@ -36,6 +36,30 @@ class Block:
     beta: float = 1.0
     causal: bool = False
     name: str = field(default="", compare=False)
+    exact: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    def exact_entries(self, name: str) -> Any:
+        """The exact numbers of ``Q``, ``K``, ``V`` (an object array) or ``beta``, as written where
+        the block came from a file (decimal strings), else the binary64 numbers it holds; a
+        written value is used only while the float field is still its rounding (a block copied
+        with a matrix replaced falls back to the new one)."""
+        value = getattr(self, name)
+        written = (self.exact or {}).get(name)
+        if written is not None:
+            rounded = np.asarray(written, dtype=object).astype(float)
+            if np.array_equal(rounded, np.asarray(value, dtype=float)):
+                return written
+        return np.asarray(value, dtype=float).astype(object) if name != "beta" else float(value)
+
+    def in_arb(self) -> Block:
+        """The block with Arb balls holding its exact entries (at the working precision of the
+        enclosing :func:`verify.model.backend.precision`), for certificates."""
+        from verify.model.backend import namespace, to_arb
+
+        xp = namespace("arb")
+        mats = {m: xp.asarray(self.exact_entries(m)) for m in "QKV"}
+        return Block(mats["Q"], mats["K"], mats["V"], beta=to_arb(self.exact_entries("beta")), causal=self.causal,
+                     name=self.name)
 
     @property
     def d(self) -> int:

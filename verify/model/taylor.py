@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from verify.model.attention import block_arrays, shifted_exp
+from verify.model.attention import beta_in, block_arrays, shifted_exp
 from verify.model.backend import namespace, namespace_of
 from verify.model.blocks import Block
 
@@ -123,7 +123,7 @@ def _recur(s: _Series, block: Block, start: int, stop: int, tan: bool) -> None:
     namespace of ``s``."""
     xp = s.xp
     Qt, Kt, Vt = block_arrays(block, xp, s["X"])
-    beta = block.beta
+    beta = beta_in(block, xp)
     for k in range(start, stop):
         Xk = s["X"][k, ...]
         s.put("QX", k, xp.matmul(Xk, Qt))

@@ -2,7 +2,8 @@
 
 A ball array encloses the image of the inputs: every rounding of every operation is enclosed
 (python-flint's ``arb``), and the inputs, block matrices and steps are the exact numbers the
-witness writes (binary floats exactly, decimal strings in balls that contain them).
+witness writes (binary floats exactly, decimal strings in balls that contain them; the blocks'
+entries and beta as :meth:`verify.model.blocks.Block.in_arb` holds them).
 
 **Networks.** X_l = X_(l-1) + h_l F_(b_l)(X_(l-1)) evaluated directly on balls.
 
@@ -53,7 +54,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -62,9 +63,9 @@ import numpy as np
 
 from verify.io.errors import IntegrationError
 from verify.model.attention import basis_directions, columns_to_jacobians, field, jacobian
-from verify.model.backend import namespace, precision, round_up
+from verify.model.backend import namespace, precision, round_down, round_up, to_arb
 from verify.model.blocks import Block
-from verify.model.flow import lognorms, step_size
+from verify.model.flow import lognorms, refuse, step_size
 from verify.model.network import apply_in_namespace
 from verify.model.taylor import coefficients, evaluate
 
@@ -73,6 +74,8 @@ DIGITS = 30  # Arb's working precision: the widths come from wrapping, not from 
 INFLATIONS = 6  # tries at an a-priori box before the step is halved
 MAX_STEPS = 20_000  # validated Taylor steps over the whole control
 REMAINDER_DIGITS = 10  # a step's remainder may add 10^(10 - digits) max(1, |x|): well above the rounding
+TOO_WIDE = "the balls are too wide"  # the one failure that more digits can cure
+PROGRESS_SECONDS = 10.0  # between progress lines of a long enclosure
 SHARE = 1e-3  # of the tolerance, for all the remainders together (before the flow amplifies them)
 
 
@@ -103,9 +106,11 @@ def enclose_network(blocks: Sequence[Block], layers: Sequence[tuple[int, Any]], 
     """The network's image in balls (see the module docstring)."""
     with precision(digits):
         xp = namespace("arb")
-        end = apply_in_namespace(blocks, [(b, _arb(h)) for b, h in layers], xp.asarray(X), False).end
+        balls = [blk.in_arb() for blk in blocks]  # the entries as written, enclosed
+        end = apply_in_namespace(balls, [(b, _arb(h)) for b, h in layers], xp.asarray(X), False).end
         if not all(x.is_finite() for x in end.ravel()):
-            raise IntegrationError("the network's image is not finite in ball arithmetic; its steps are too large")
+            raise IntegrationError(f"the network's image is not finite in ball arithmetic: {TOO_WIDE}, or its steps "
+                                  "too large")
         return Enclosure(end=end, width=_radius(end), steps=0)
 
 
@@ -184,7 +189,8 @@ def _centre(X: np.ndarray) -> np.ndarray:
 
 def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X: Any, digits: int = DIGITS,
                  max_steps: int = MAX_STEPS, deadline: float = math.inf, tolerance: float | None = None,
-                 share: float = SHARE, free: Sequence[int] = (), radius: float = 0.0) -> Enclosure:
+                 share: float = SHARE, free: Sequence[int] = (), radius: float = 0.0,
+                 progress: Callable[[str], None] | None = None) -> Enclosure:
     """The flow's image in balls (see the module docstring).  Durations that are not binary
     floats (decimal strings) are integrated to the float nearest them and the rest, a ball of
     at most a unit of the working precision, is covered by one more validated step over it.
@@ -202,8 +208,12 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
     step by step as V <- W V with W the flow's Jacobian over the balls (the tangents' Taylor
     map and its remainder), plus F_(b_j)(x_j) in column j at the end of step j.
 
+    ``progress`` hears of the validated steps every PROGRESS_SECONDS.
+
     One piece: the balls, the free columns and the step sizes advance together, step by step."""
     import flint
+
+    started = told = time.perf_counter()
 
     count = 0
     total = sum(abs(float(_arb(t).mid())) for _, t in control) or 1.0
@@ -211,6 +221,7 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
     column = {int(k): j for j, k in enumerate(free)}
     with precision(digits):
         xp = namespace("arb")
+        balls = [blk.in_arb() for blk in blocks]  # the entries as written, enclosed; blocks guide the steps
         Xb = xp.asarray(X)
         N, n, d = Xb.shape
         U = basis_directions(xp, n, d)
@@ -225,37 +236,41 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                 c = _centre(Xb)
                 mid = np.vectorize(float, otypes=[float])(c)
                 logs = lognorms(coefficients(blocks[b], mid, ORDER)[0])
-                h = min(left, Fraction(min(1.25 * last, float(step_size(logs, ORDER, math.log(1e-18) + max(0.0, logs[0]))))))
+                rule = float(step_size(logs, ORDER, math.log(1e-18) + max(0.0, logs[0])))
+                h = min(left, Fraction(min(1.25 * last, rule)))
                 floor = 10.0 ** (REMAINDER_DIGITS - digits) * max(1.0, float(np.max(np.abs(mid))))
-                Xk, dXk = coefficients(blocks[b], Xb, ORDER, U=U)  # over the balls, once for every h tried
+                Xk, dXk = coefficients(balls[b], Xb, ORDER, U=U)  # over the balls, once for every h tried
                 while True:
-                    remainder, tangent_rest, h = _remainder(blocks[b], Xk, h, sign, max(floor, rate * float(h)),
+                    remainder, tangent_rest, h = _remainder(balls[b], Xk, h, sign, max(floor, rate * float(h)),
                                                             dXk if column else None)
                     if remainder is not None:
                         break
                     if h < 1e-12 * max(1.0, abs(f)):
                         raise IntegrationError(f"no a-priori enclosure for a step of block {b} (duration {f:g}) "
-                                               f"after {count} validated steps; the balls are too wide")
+                                               f"after {count} validated steps; {TOO_WIDE}")
                 t = _signed(h, sign)
                 J = columns_to_jacobians(xp, evaluate(dXk, t))  # D T over the balls, per sequence (N, nd, nd)
                 spread = xp.matmul(J, xp.reshape(Xb - c, (N, n * d, 1)))
-                Xb = evaluate(coefficients(blocks[b], c, ORDER)[0], t) + remainder + xp.reshape(spread, (N, n, d))
+                Xb = evaluate(coefficients(balls[b], c, ORDER)[0], t) + remainder + xp.reshape(spread, (N, n, d))
                 if column:  # the flow's Jacobian: the Taylor map's plus the variational remainder
                     V = xp.matmul(J + columns_to_jacobians(xp, tangent_rest), V)
                 left, count, last = left - h, count + 1, float(h)
-                if count > max_steps or time.perf_counter() > deadline:
-                    raise IntegrationError(f"the validated flow stopped after {count} Taylor steps (cap {max_steps} "
-                                           "or the deadline); the control is too long for this enclosure")
+                if progress and time.perf_counter() - told > PROGRESS_SECONDS:
+                    told = time.perf_counter()
+                    progress(f"certify: {count} validated Taylor steps, control step {k + 1} of {len(control)}, "
+                             f"{told - started:.0f} s")
+                refuse(float(np.max(np.abs(mid))), count, float(left) / rule, max_steps, deadline,
+                       f"at control step {k + 1} of {len(control)} after {count} validated Taylor steps")
             rest = exact - flint.arb(f)  # a decimal duration's distance from its float (a ball)
             if k in column:
                 rest = rest + flint.arb(0, radius)
             if not rest.is_zero():
-                Xb, growth = _continue(blocks[b], Xb, rest)
+                Xb, growth = _continue(balls[b], Xb, rest)
                 if column:  # W in I + growth [-1, 1]: |(W - I) V| <= growth sum |V| per sequence
                     size = np.vectorize(abs, otypes=[object])(V).sum(axis=2, keepdims=True)
                     V = V + np.vectorize(lambda a, g=growth: flint.arb(0, (g * a).upper()), otypes=[object])(size)
             if k in column:
-                V[column[k]] = V[column[k]] + xp.reshape(field(blocks[b], Xb), (N, n * d, 1))
+                V[column[k]] = V[column[k]] + xp.reshape(field(balls[b], Xb), (N, n * d, 1))
         d_free = None if V is None else xp.reshape(V, (len(column), N, n, d))
         return Enclosure(end=Xb, width=_radius(Xb), steps=count, d_free=d_free)
 
@@ -278,19 +293,22 @@ def _continue(block: Block, X: np.ndarray, rest: Any) -> tuple[np.ndarray, Any]:
             L = max((r.upper() for r in rows.ravel()), default=flint.arb(0).upper())
             return X + rest * F, flint.arb(((flint.arb(L) * span).exp() - 1).upper())
         B = _inflate(candidate)
-    raise IntegrationError("no enclosure for the part of a duration that is not a binary float")
+    raise IntegrationError(f"no enclosure for the part of a duration that is not a binary float; {TOO_WIDE}")
 
 
-def verdict(enclosure: Enclosure, targets: Any, tolerance: float, digits: int = DIGITS) -> dict[str, Any]:
-    """CERTIFIED, FAIL or UNDECIDED for max |image - target| <= tolerance (module docstring);
-    with ``error_upper`` (a rigorous upper bound of max |image - target|) and ``width``."""
-    import flint
-
+def verdict(enclosure: Enclosure, targets: Any, tolerance: Any, digits: int = DIGITS) -> dict[str, Any]:
+    """CERTIFIED, FAIL or UNDECIDED for max |image - target| <= tolerance (module docstring),
+    the targets and the tolerance taken exactly as written (decimal strings in balls that hold
+    them); with ``error_upper`` (a rigorous upper bound of max |image - target|) and ``width``."""
     with precision(digits):
         T = namespace("arb").asarray(targets)
+        tol = to_arb(tolerance)
         gaps = [abs(e - t) for e, t in zip(enclosure.end.ravel(), T.ravel(), strict=True)]
         upper = max(round_up(g.upper()) for g in gaps)  # rounded up: a float never understates the bound
-        outside = any(g > flint.arb(tolerance) for g in gaps)
-    word = "CERTIFIED" if upper <= tolerance else "FAIL" if outside else "UNDECIDED"
-    return {"verdict": word, "certified": word == "CERTIFIED", "error_upper": upper, "width": enclosure.width,
-            "validated_steps": enclosure.steps}
+        lower = max(max(0.0, round_down(g.lower())) for g in gaps)
+        inside = all(g <= tol for g in gaps)  # Arb's comparisons hold for every point of the balls
+        outside = any(g > tol for g in gaps)
+    word = "CERTIFIED" if inside else "FAIL" if outside else "UNDECIDED"
+    return {"verdict": word, "certified": word == "CERTIFIED", "error_upper": upper, "error_lower": lower,
+            "width": enclosure.width,
+            "gap_width": max(float(g.rad()) for g in gaps), "validated_steps": enclosure.steps}
