@@ -24,7 +24,7 @@ What is checked:
 5. Refusals: det G < 0, first tokens not related by one G (N > d), and a broken shared prefix.
 
 The orientation is a restriction of flows: a residual layer (I + h V) with h past -1/lambda
-reverses it, and finite-depth networks reach det G < 0 (``verify.lie.invariants.check_admissible``,
+reverses it, and finite-depth networks reach det G < 0 (``verify.lie.admissibility.check_admissible``,
 ``test_networks_reach_what_flows_cannot``), so the refusals here are those of flows.
 """
 
@@ -47,7 +47,8 @@ from .witnesses import HP_DIGITS, control_checks, rank_checks, refusal_check, so
 NAME = "causal"
 TITLE = "Causal masking: linear first tokens, the rank formula, compatible data"
 STATEMENT = ("Under causal masking a flow moves the first tokens by one linear map G in GL+(d) (a residual "
-             "network's G can have det G < 0), shared prefixes stay shared, the accessible rank is "
+             "network's G can have det G < 0), shared prefixes stay shared and opposite ones opposite, the accessible "
+             "rank is "
              "N (n-1) d + d rank[x_1^1 ... x_1^N], and compatible data (first tokens related by one G with "
              "det G > 0) is interpolated by a flow.")
 LATEX = (r"With causal masking, a flow maps $x^s_1\mapsto G x^s_1$ for one $G\in GL^+(d)$ (a residual "
@@ -57,6 +58,8 @@ LATEX = (r"With causal masking, a flow maps $x^s_1\mapsto G x^s_1$ for one $G\in
 HYPOTHESES = [
     "blocks: Q, K, V with i.i.d. N(0, 1/d) entries, causal mask",
     "targets: first tokens y_1 = G x_1 with det G > 0, shared prefixes kept",
+    "targets: prefixes opposite in the inputs (x^a_(1..i) = -x^b_(1..i)) stay opposite, and no others become so "
+    "(the fields are odd, F(-X) = -F(X); found by this suite)",
 ]
 
 PROFILES = {
@@ -105,6 +108,8 @@ def run(profile: str, seed: int, progress: Callable[[str], None] | None = None) 
     Xs = collection(seed, p["prefix"], "causal prefix")
     Xs[1, 0] = Xs[0, 0]
     out += rank_checks(f"shared first token {p['prefix']}", blocks, Xs)
+    Xm = np.concatenate([Xs[:1], -Xs[:1]], axis=0)
+    out += rank_checks(f"negated sequence {Xm.shape}", blocks, Xm)
     say("T3: interpolating compatible data")
     Xi = collection(seed, p["solve"], "causal solve")
     Y = hidden_control_targets(blocks, Xi, seed, "continuous", steps=2 * Xi.size)

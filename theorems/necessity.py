@@ -6,15 +6,15 @@
 * V_1 = 0, or a single block used twice: only one field is left, its brackets with itself
   vanish, and the rank is 1 (where the field does not vanish).
 * n = 1: softmax over one token is 1, attention is the linear map x -> V x, and the rank is
-  d * rank[x^1 ... x^N] (:func:`verify.lie.invariants.predicted_rank` already covers it).
+  d * rank[x^1 ... x^N].
 
-Each check holds the measured rank against the predicted one (bound 0 on the difference) and
-reports the deficit m - rank; the rank is decided by :mod:`verify.lie.rank` (30/60 digits for a
-deficit).
+Each check proves the measured rank equal to the reduced prediction written here: at most it
+by the invariants' bound (:func:`verify.lie.invariants.rank_bound`, which must equal it), at
+least it by an Arb certificate (:mod:`verify.lie.rank`); the deficit m - rank is reported.
 
 >>> checks = run(seed=0, shape=(1, 2, 2))
->>> [c.details["deficit"] for c in checks]
-[2, 3, 3, 2]
+>>> [c.details["deficit"] for c in checks], all(c.certified for c in checks)
+([2, 3, 3, 2], True)
 """
 
 from __future__ import annotations
@@ -30,15 +30,18 @@ from verify.model.blocks import gaussian_blocks
 from verify.reporting.results import Check, check
 
 from .instances import collection
+from .witnesses import BELOW_ONE
 
 
 def _rank_check(label: str, blocks, X: np.ndarray, prediction: int) -> Check:
-    res = rank.analyse(blocks, X, expected=prediction)
-    return check(f"necessity: {label}: rank equals the reduced prediction",
-                 abs(res.rank - prediction) if res.decisive else np.nan, 0.0,
-                 "exact prediction for the degenerate blocks (module docstring); rank decided in " + res.decided_by,
-                 rank=res.rank, expected_rank=prediction, dimension=res.dimension,
-                 deficit=res.dimension - res.rank, decided_by=res.decided_by, undecided=res.undecided)
+    res = rank.analyse(blocks, X)
+    ok = res.certified and res.bound == prediction
+    value = (res.certificate or {}).get("norm_I_minus_RA_upper", np.inf) if ok else np.inf
+    return check(f"necessity: {label}: rank equals the reduced prediction {prediction}", value, BELOW_ONE,
+                 "the prediction of the module docstring, which the invariants' bound must equal; rank >= it by an "
+                 "Arb certificate of a minor (||I - R A||_F < 1)", certified=ok, rank=res.rank, rank_bound=res.bound,
+                 expected_rank=prediction, dimension=res.dimension, deficit=res.dimension - prediction,
+                 verdict=res.verdict, undecided=res.undecided or "")
 
 
 def run(seed: int, shape: Sequence[int]) -> list[Check]:

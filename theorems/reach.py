@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from verify.io.errors import InputError
 from verify.model.blocks import Block, gaussian_blocks
 from verify.search.settings import Settings, resolve
 from verify.search.solver import solve
@@ -60,6 +61,20 @@ def unit(m: int, depth: str, index: int, seed: int, starts: int) -> dict[str, An
     sol = solve(blocks, X, Y, settings)
     # sol.error is the replay of the returned steps, and success is that error within tolerance
     return {"success": sol.success, "depth": sol.depth, "jacobians": sol.jacobians, "error": sol.error, "dps": sol.dps}
+
+
+def checked_unit(result: Any, where: str = "the journal") -> dict[str, Any]:
+    """A reach instance's result read back from a journal, its fields and types checked (one line,
+    :class:`InputError`), and ``success`` held to the replay error it reports (within the
+    solver's tolerance, finite)."""
+    kinds = {"success": bool, "depth": int, "jacobians": int, "error": (int, float), "dps": (int, type(None))}
+    if not isinstance(result, dict) or set(result) != set(kinds):
+        raise InputError(f"{where}: a reach record must hold exactly {', '.join(kinds)}; run without --resume")
+    for k, kind in kinds.items():
+        if not isinstance(result[k], kind) or (kind is not bool and isinstance(result[k], bool)):
+            raise InputError(f"{where}: a reach record's {k!r} has the wrong type; run without --resume")
+    ok = result["success"] and math.isfinite(result["error"]) and result["error"] <= Settings().tolerance
+    return result | {"success": bool(ok)}
 
 
 def units(profile: str | dict[str, Any], seed: int) -> list[Unit]:

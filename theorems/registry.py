@@ -17,10 +17,11 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from verify.reporting.results import check
+from verify.io.errors import InputError
+from verify.reporting.results import KINDS, check, passes
 from verify.sweep.unit import Unit
 
-from . import causal, finite_depth, two_block
+from . import causal, finite_depth, reach, two_block
 
 THEOREMS = {m.NAME: m for m in (two_block, finite_depth, causal)}
 PROFILES = ("quick", "standard", "paper")
@@ -59,6 +60,48 @@ def _result(module: Any, profile: str, checks: list[dict[str, Any]]) -> dict[str
         "passed": all(c["passed"] for c in checks),
         "checks": checks,
     }
+
+
+_CHECK_FIELDS = {"name": str, "origin": str, "passed": bool, "certified": bool, "details": dict}
+
+
+def checked_result(params: dict[str, Any], result: Any, where: str = "the journal") -> dict[str, Any]:
+    """A theorem's result read back from a journal, validated like any input: the checks' fields
+    and types (one line naming the first problem, :class:`InputError`), every ``passed``
+    recomputed from its value and bound, and the statement, hypotheses and settings taken from
+    this registry, not from the file.  ``from_journal`` marks it."""
+    name = params.get("name")
+    if name not in THEOREMS or params.get("profile") not in PROFILES:
+        raise InputError(f"{where}: a record names the theorem {str(name)[:40]!r}, which this suite does not have")
+    checks = result.get("checks") if isinstance(result, dict) else None
+    if not isinstance(checks, list) or not checks:
+        raise InputError(f"{where}: the record of {name} holds no list of checks; run without --resume")
+    out = []
+    for j, c in enumerate(checks):
+        if not isinstance(c, dict):
+            raise InputError(f"{where}: check {j} of {name} is not an object; run without --resume")
+        for k, kind in _CHECK_FIELDS.items():
+            if not isinstance(c.get(k), kind):
+                raise InputError(f"{where}: check {j} of {name} lacks {k!r} or has the wrong type; run without --resume")
+        for k in ("value", "bound"):
+            if isinstance(c.get(k), bool) or not isinstance(c.get(k), (int, float)):
+                raise InputError(f"{where}: check {j} of {name}: {k} is not a number; run without --resume")
+        kind = c.get("kind", "certified" if c["certified"] else "estimate")
+        if kind not in KINDS or (kind == "certified") != c["certified"]:
+            raise InputError(f"{where}: check {j} of {name}: kind {str(kind)[:20]!r} does not match certified; run "
+                             "without --resume")
+        out.append(c | {"passed": passes(c["value"], c["bound"]), "kind": kind})
+    return _result(THEOREMS[name], params["profile"], out) | {"from_journal": True}
+
+
+def check_resumed(unit: Unit, result: Any) -> Any:
+    """The checker of every result :mod:`verify.sweep` takes from a journal for ``verify run``:
+    theorem results (:func:`checked_result`) and reach instances (:func:`theorems.reach.checked_unit`)."""
+    if unit.task == f"{__name__}:result":
+        return checked_result(unit.params, result)
+    if unit.task == f"{reach.__name__}:unit":
+        return reach.checked_unit(result)
+    raise InputError(f"the journal holds a result of {unit.task[:60]!r}, which verify run does not compute")
 
 
 def units(names: Sequence[str] | None, profile: str, seed: int) -> list[Unit]:

@@ -1,9 +1,9 @@
 """Checks shared by the theorems: bracket-rank witnesses and constructed controls.
 
-* :func:`rank_checks` -- the bracket rank of a collection against the exact prediction of the
-  invariants (:func:`verify.lie.invariants.predicted_rank`), decided as :mod:`verify.lie.rank` decides
-  (float64 only for a clear full rank, otherwise 30/60 digits), and, when the rank is full, an
-  Arb certificate of full rank (:func:`verify.lie.certify.full_rank`).
+* :func:`rank_checks` -- the bracket rank of a collection proved equal to the invariants' exact
+  bound (:func:`verify.lie.invariants.rank_bound`): at most the bound by the invariants, at least
+  by an Arb certificate of a minor (:func:`verify.lie.rank.analyse`); a deficit below the bound
+  is never decided in floating point, so an unproved rank fails the check.
 * :func:`control_checks` -- a control (continuous) or network (finite) found by the solver, its
   float64 replay against the tolerance, and its replay at 40 digits from the witness file,
   certified when its image enclosed in Arb balls (:func:`verify.verdicts.replay.certify`, at most
@@ -25,9 +25,9 @@ import numpy as np
 
 from verify.io import witness
 from verify.io.errors import InputError
-from verify.lie import certify, rank
+from verify.lie import rank
+from verify.lie.admissibility import check_admissible
 from verify.lie.hall import basis, degree
-from verify.lie.invariants import check_admissible, predicted_rank
 from verify.model.blocks import Block
 from verify.model.dynamics import CONTINUOUS, dynamics
 from verify.reporting.results import Check, check
@@ -42,30 +42,25 @@ CERTIFY_SECONDS = 180.0  # per witness (the standard profile's take 30-50 s): a 
 EXISTENCE_SECONDS = 600.0  # per control (the standard profile's take 80-150 s); beyond it the check fails
 
 
-def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray, *, expected: int | None = None,
-                certify_full: bool = True) -> list[Check]:
-    """Rank equals the prediction; a full rank is also certified in Arb (when asked)."""
-    causal = bool(blocks[0].causal)
-    prediction = predicted_rank(X, causal) if expected is None else expected
-    res = rank.analyse(blocks, X, expected=prediction)
-    M = res.matrix
-    details = {k: getattr(res, k) for k in ("dimension", "rank", "expected_rank", "min_degree", "max_degree", "sigma_min",
-                                   "gap", "decided_by")}
-    details["sigma_by_degree"] = _sigma_by_degree(np.asarray(M, dtype=float) / np.asarray(res.scales, dtype=float),
+RANK_ORIGIN = ("rank >= bound: an Arb enclosure of a bound x bound minor of the bracket matrix with ||I - R A||_F < 1; "
+               "rank <= bound: the invariants (docs/conventions.md section 3), exactly")
+
+
+def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray) -> list[Check]:
+    """The bracket rank proved equal to the invariants' exact bound (:func:`verify.lie.rank.analyse`):
+    the value is ||I - R A||_F of the certificate (below 1 proves it), infinite when the rank
+    was not proved (an undecided rank fails the check, whatever the floating point showed)."""
+    res = rank.analyse(blocks, X)
+    cert = res.certificate or {}
+    details = {k: getattr(res, k) for k in ("dimension", "sharp", "rank", "min_degree", "max_degree",
+                                            "sigma_min", "gap", "decided_by", "verdict")} | {"rank_bound": res.bound}
+    details["sigma_by_degree"] = _sigma_by_degree(np.asarray(res.matrix, dtype=float) / np.asarray(res.scales, dtype=float),
                                                   res.max_degree)
-    origin = ("exact prediction from the invariants (verify.lie.invariants); rank decided in "
-              f"{res.decided_by} against the noise model of verify.lie.rank")
-    mismatch = abs(res.rank - (prediction if prediction is not None and res.decisive else np.nan))
-    out = [check(f"bracket rank equals prediction [{label}]", mismatch, 0.0, origin, undecided=res.undecided, **details)]
-    if certify_full and prediction == res.dimension and res.rank == res.dimension:
-        cert = certify.full_rank(blocks, X, max_degree=res.max_degree, matrix=np.asarray(M, dtype=float))
-        value = cert.get("norm_I_minus_RA_upper", np.inf)
-        out.append(check(f"full bracket rank certified in Arb [{label}]", value, BELOW_ONE,
-                         "||I - R A||_F < 1 proves the m selected bracket columns independent (Arb enclosure)",
-                         certified=bool(cert["certified"]),
-                         sigma_min_lower=cert.get("sigma_min_lower", 0.0), columns=cert.get("columns", []),
-                         reason=cert.get("reason", "")))
-    return out
+    details["noise_level"] = res.noise_level
+    value = cert.get("norm_I_minus_RA_upper", np.inf) if res.certified else np.inf
+    return [check(f"bracket rank equals the invariants' bound {res.bound} of {res.dimension} [{label}]", value, BELOW_ONE,
+                  RANK_ORIGIN, certified=res.certified, sigma_min_lower=cert.get("sigma_min_lower", 0.0),
+                  columns=cert.get("columns", []), reasons=res.reasons, undecided=res.undecided or "", **details)]
 
 
 def _sigma_by_degree(S: np.ndarray, K: int) -> dict[str, list[float]]:
@@ -148,11 +143,12 @@ def existence_check(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nd
 
 
 def refusal_check(label: str, X: np.ndarray, Y: np.ndarray, causal: bool, obstruction: str) -> Check:
-    """Passes when :func:`verify.lie.invariants.check_admissible` refuses the data (value 0)."""
+    """Passes when :func:`verify.lie.admissibility.check_admissible` refuses the data (value 0)."""
     try:
         check_admissible(X, Y, causal)
     except InputError as e:
         return check(f"inadmissible data refused: {obstruction} [{label}]", 0.0, 0.0,
-                     "an invariant forbids these targets (docs/conventions.md section 3)", reason=str(e))
+                     "an invariant forbids these targets (docs/conventions.md section 3)", kind="exact", reason=str(e))
     return check(f"inadmissible data refused: {obstruction} [{label}]", 1.0, 0.0,
-                 "an invariant forbids these targets (docs/conventions.md section 3)", reason="accepted: not refused")
+                 "an invariant forbids these targets (docs/conventions.md section 3)", kind="exact",
+                 reason="accepted: not refused")

@@ -7,11 +7,12 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 from verify.io import validate
 from verify.io.errors import InputError
-from verify.io.files import Limits
+from verify.io.files import Limits, decimal
 from verify.lie import rank
 from verify.sweep import runner
 
@@ -45,6 +46,25 @@ def _scheduler(text: str) -> str:
         raise argparse.ArgumentTypeError(f"expected none, local or tcp://HOST:PORT, got {text[:80]!r}") from None
 
 
+def _seconds(text: str) -> float:
+    """A time budget: a number of seconds, more than 0 and at most a day."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not 0 < v <= 86400:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0 and at most 86400, got {text!r}")
+    return v
+
+
+def _decimal(text: str) -> str:
+    """A number given exactly (a decimal; certificates take it as written, float64 rounds it)."""
+    try:
+        return decimal(text, "the number")
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _digits(text: str) -> int:
     try:
         return validate.digits(int(text))
@@ -76,15 +96,20 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _add_check(sub: Any) -> None:
-    c = sub.add_parser("check", help="replay a witness file and compare with its claimed tolerance",
-                       description="Replay WITNESS.json (schema attention-interpolation-witness/1); "
-                                   "exit 0 only when max |image - target| + integration error estimate <= tolerance.")
+    c = sub.add_parser("check", help="prove (or refute) that a witness file maps its inputs within its tolerance",
+                       description="Enclose the image of WITNESS.json (schema attention-interpolation-witness/1) in Arb "
+                                   "ball arithmetic, every number as written: CERTIFIED (exit 0), FAIL or UNDECIDED "
+                                   "(exit 1); for a control also try to prove that exact durations exist. --estimate "
+                                   "replays in float64 or at --dps digits instead and says so: an estimate, not a proof.")
     c.add_argument("witness", metavar="WITNESS.json")
+    c.add_argument("--estimate", action="store_true",
+                   help="replay with an integration error estimate instead of a certificate (fast; not a proof)")
     c.add_argument("--dps", type=_digits, default=None,
-                   help="replay in arbitrary precision with this many digits "
-                        "(default: the witness's recorded precision, float64 if it records none)")
-    c.add_argument("--certify", action="store_true",
-                   help="enclose the image in Arb ball arithmetic: CERTIFIED, FAIL or UNDECIDED with the enclosure width")
+                   help="digits: of the estimate's replay (default: the witness's recorded precision, float64 if it "
+                        "records none), or the first of the certificate's Arb precisions (default 30)")
+    c.add_argument("--budget", type=_seconds, default=600.0, metavar="SECONDS",
+                   help="seconds the certificate may take before it says UNDECIDED (default 600)")
+    c.add_argument("--certify", action="store_true", help="the default (kept for scripts that ask for it)")
     c.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
 
@@ -96,19 +121,27 @@ def _add_blocks_source(p: argparse.ArgumentParser) -> None:
     src.add_argument("--seed", type=_seed, help="Gaussian blocks from this seed")
     p.add_argument("--dim", type=_count, help="token dimension d for --seed (default: the data's)")
     p.add_argument("--causal", action="store_true", help="causal masking (overrides the blocks file)")
-    p.add_argument("--beta", type=float, default=None, help="inverse temperature (default 1, or the blocks file's)")
+    p.add_argument("--beta", type=_decimal, default=None,
+                   help="inverse temperature, a decimal taken exactly (default 1, or the blocks file's)")
 
 
 def _add_rank(sub: Any) -> None:
-    r = sub.add_parser("rank", help="rank of the Lie-bracket matrix on a collection, against the invariants' prediction",
+    r = sub.add_parser("rank", help="prove the rank of the Lie-bracket matrix on a collection equal to the invariants' bound",
                        description="Iterated Lie brackets (Hall basis) of the two attention fields evaluated on every "
-                                   "sequence; exit 0 when the rank equals the prediction (and, with --certify, a full "
-                                   "rank is proved in ball arithmetic).")
-    r.add_argument("--inputs", required=True, metavar="X", help="collection (N, n, d) as .npy, .npz or .json")
+                                   "sequence. CERTIFIED (exit 0) when the rank is proved equal to the invariants' exact "
+                                   "bound (at least it in Arb ball arithmetic, at most it by the invariants); a rank "
+                                   "below the bound is UNDECIDED (exit 1), never decided in floating point. --estimate "
+                                   "stops at the floating-point rank and says so.")
+    r.add_argument("--inputs", required=True, metavar="X",
+                   help="collection (N, n, d) as .npy, .npz or .json (JSON numbers or decimal strings)")
     _add_blocks_source(r)
-    r.add_argument("--max-degree", type=_count, default=rank.DEFAULT_MAX_DEGREE)
-    r.add_argument("--certify", action="store_true", help="prove full rank in Arb ball arithmetic (and gl(d) when causal)")
-    r.add_argument("--dps", type=_digits, default=None, help="decide the rank at this many digits")
+    r.add_argument("--max-degree", type=_count, default=rank.DEFAULT_MAX_DEGREE,
+                   help=f"largest bracket degree tried (default %(default)s, at most {rank.MAX_DEGREE})")
+    r.add_argument("--estimate", action="store_true", help="the floating-point rank only, without the Arb certificate")
+    r.add_argument("--certify", action="store_true", help="the default (kept for scripts that ask for it)")
+    r.add_argument("--dps", type=_digits, default=None, help="compute the brackets at this many digits (no escalation)")
+    r.add_argument("--budget", type=_seconds, default=600.0, metavar="SECONDS",
+                   help="seconds after which no more digits are tried (default 600)")
     r.add_argument("--dump", metavar="M.npz", help="write the bracket matrix and its words (refuses to overwrite)")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
 

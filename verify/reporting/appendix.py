@@ -24,6 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from verify.io.files import replace_file
+from verify.reporting.summary import kind
+from verify.reporting.summary import provenance as summary_provenance
+
+FIGURE_STEMS = ("fig-trajectories", "fig-singular-values", "fig-discretisation", "fig-reach")  # figures.FIGURES
 
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
             "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
@@ -60,8 +64,10 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements:
         f"% Profile {escape(doc['profile'])}, seed {seed}; verdict {'PASS' if doc['passed'] else 'FAIL'}.",
         "\\section*{Machine-checked evidence}",
         f"All checks below were computed by the verification suite (profile \\texttt{{{escape(doc['profile'])}}}, "
-        f"seed {seed}); a check passes when its value is at most its bound, and it is marked certified "
-        "when every rounding error is enclosed (Arb ball arithmetic or exact rational arithmetic).",
+        f"seed {seed}); a check passes when its value is at most its bound. Its kind is \\emph{{certified}} when "
+        "every rounding error is enclosed (Arb ball arithmetic or exact rational arithmetic), \\emph{estimate} for a "
+        "floating-point measurement (not a proof), and \\emph{exact} for a decision on the exact data.",
+        escape(summary_provenance(doc.get("resumed") or {}).replace("`", "")),
     ]
     for t in doc["theorems"]:
         latex = t.get("latex", "")
@@ -70,10 +76,10 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements:
                 "\\begin{table}[ht]", "\\centering\\small",
                 f"\\caption{{{escape(t['title'])}: checks (seed {seed}, {escape(doc['profile'])} profile).}}",
                 "\\begin{tabular}{@{}rp{0.42\\linewidth}llcc@{}}", "\\toprule",
-                "\\# & check & value & bound & verdict & certified \\\\", "\\midrule"]
+                "\\# & check & value & bound & verdict & kind \\\\", "\\midrule"]
         for i, c in enumerate(t["checks"], 1):
             out.append(f"{i} & {escape(c['name'])} & {_number(c['value'])} & {_number(c['bound'])} & "
-                       f"{'pass' if c['passed'] else 'FAIL'} & {'yes' if c['certified'] else ''} \\\\")
+                       f"{'pass' if c['passed'] else 'FAIL'} & {escape(kind(c))} \\\\")
         out += ["\\bottomrule", "\\end{tabular}", "\\end{table}", "", "Origins of the bounds:",
                 "\\begin{enumerate}\\small"]
         out += [f"\\item {escape(c['origin'])}" for c in t["checks"]]

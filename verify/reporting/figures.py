@@ -18,11 +18,15 @@ stated).
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from verify.io.errors import InputError
+from verify.io.files import replace_file
 
 
 def _plt():
@@ -143,11 +147,18 @@ def write(doc: dict[str, Any], directory: str | Path) -> list[tuple[str, str]]:
     plt = _plt()
     made = []
     for stem, (draw, caption) in FIGURES.items():
-        fig = draw(doc)
+        try:
+            fig = draw(doc)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:  # a report edited by hand
+            raise InputError(f"the report's data for {stem} is damaged ({type(exc).__name__}: {str(exc)[:80]}); "
+                             "regenerate it with `verify run`") from None
         if fig is None:
             continue
-        fig.savefig(d / f"{stem}.pdf", metadata={"CreationDate": None, "ModDate": None})
-        fig.savefig(d / f"{stem}.png", dpi=150, metadata={"Software": None})
+        for suffix, options in ((".pdf", {"metadata": {"CreationDate": None, "ModDate": None}}),
+                                (".png", {"dpi": 150, "metadata": {"Software": None}})):
+            buf = io.BytesIO()  # savefig would follow a link at the path; replace_file replaces it
+            fig.savefig(buf, format=suffix[1:], **options)
+            replace_file(d / f"{stem}{suffix}", buf.getvalue())
         plt.close(fig)
         made.append((stem, f"{caption} Seed {doc['seed']}, {doc['profile']} profile."))
     return made

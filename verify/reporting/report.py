@@ -17,6 +17,7 @@ Two versioned schemas.  ``verification-report/1`` (engine self-checks, ``verify 
      "reach": [{"m", "shape", "depth", "method", "instances", "budget", "success_rate",
                 "median_jacobians_solved", "median_depth", "worst_replay_error",
                 "high_precision_witnesses", "failed_units"}, ...] or null,
+     "resumed": {"theorems": [names taken from the journal], "reach_instances": count},
      "versions": {...},
      "timings": {"theorems": {name: seconds}, "reach": [seconds per row], "total_s": ...,
                  "sweep": {"scheduler", "units", "ran": {where: count}, "retried", "failed", "seconds"},
@@ -49,7 +50,7 @@ import numpy as np
 
 from verify.io.errors import InputError
 from verify.io.files import replace_file
-from verify.reporting.results import Check
+from verify.reporting.results import Check, passes
 
 SCHEMA = "verification-report/1"
 THEOREM_SCHEMA = "verification-report/2"
@@ -79,7 +80,10 @@ def document(suite: str, seed: int, checks: list[Check], timings: dict[str, Any]
 
 
 def theorem_document(profile: str, seed: int, theorems: list[dict[str, Any]], timings: dict[str, Any],
-                     precision: dict[str, Any], reach: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                     precision: dict[str, Any], reach: list[dict[str, Any]] | None = None,
+                     resumed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``resumed``: the theorems and the number of reach instances taken from a journal
+    (``--resume``) rather than computed in this run; the summary and the appendix say so."""
     return {
         "schema": THEOREM_SCHEMA,
         "suite": "theorems",
@@ -91,6 +95,7 @@ def theorem_document(profile: str, seed: int, theorems: list[dict[str, Any]], ti
         "precision": precision,
         "theorems": theorems,
         "reach": reach,
+        "resumed": resumed or {"theorems": [], "reach_instances": 0},
         "versions": versions(),
         "timings": timings | {"machine": {"platform": platform.platform(), "processor": platform.processor(),
                                           "python": platform.python_version()}},
@@ -121,10 +126,12 @@ def write(doc: dict[str, Any], directory: str | Path) -> Path:
     return replace_file(d / "verification.json", dumps(doc))
 
 
-_CHECK = {"name": str, "passed": bool, "certified": bool, "origin": str, "value": (int, float, str), "bound": (int, float, str)}
+_CHECK = {"name": str, "passed": bool, "certified": bool, "origin": str, "value": (int, float, str), "bound": (int, float, str),
+          "details": dict}
 _THEOREM = {"name": str, "title": str, "latex": str, "passed": bool, "checks": list}
 _REACH = {"m": int, "shape": list, "depth": str, "instances": int, "success_rate": (int, float),
-          "median_depth": (int, float, type(None)), "worst_replay_error": (int, float, str, type(None))}
+          "median_jacobians_solved": (int, float, type(None)), "median_depth": (int, float, type(None)),
+          "worst_replay_error": (int, float, str, type(None)), "high_precision_witnesses": int}
 
 
 def check_theorem_document(doc: Any, source: str) -> dict[str, Any]:
@@ -146,6 +153,13 @@ def check_theorem_document(doc: Any, source: str) -> dict[str, Any]:
         fields(t, _THEOREM, f"theorems[{i}]")
         for j, c in enumerate(t["checks"]):
             fields(c, _CHECK, f"theorems[{i}].checks[{j}]")
+            c["passed"] = passes(c["value"], c["bound"])  # recomputed: a report is read like any input
+        t["passed"] = all(c["passed"] for c in t["checks"])
+    doc["passed"] = all(t["passed"] for t in doc["theorems"])
+    if doc.get("reach") is not None and not isinstance(doc["reach"], list):
+        raise InputError(f"{source}: reach must be a list of rows or null")
     for i, r in enumerate(doc.get("reach") or []):
         fields(r, _REACH, f"reach[{i}]")
+    resumed = doc.setdefault("resumed", {"theorems": [], "reach_instances": 0})
+    fields(resumed, {"theorems": list, "reach_instances": int}, "resumed")
     return doc

@@ -56,25 +56,47 @@ def performance_rows(benchmark_json: str | Path) -> list[dict[str, Any]]:
     return [r | {"ratio": r["median_s"] / base[r["group"]] if r["group"] in base else None} for r in rows]
 
 
+def kind(c: dict[str, Any]) -> str:
+    """A check's kind (reports written before kinds were recorded: certified or estimate)."""
+    return str(c.get("kind") or ("certified" if c["certified"] else "estimate"))
+
+
+def provenance(resumed: dict[str, Any]) -> str:
+    """Which results this run computed, and which it took from a journal (``--resume``)."""
+    names, k = resumed.get("theorems") or [], resumed.get("reach_instances") or 0
+    if not names and not k:
+        return "Every result in this report was computed in this run (none was taken from a journal)."
+    taken = ([f"the theorems {', '.join(map(str, names))}"] if names else []) + (
+        [f"{k} reach instance(s)"] if k else [])
+    return (f"Taken from the journal of an earlier run (`--resume`), not recomputed: {' and '.join(taken)}; their "
+            "values are what the journal says (validated and re-judged against their bounds). Run without `--resume` "
+            "to recompute everything.")
+
+
 def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = None,
            performance: list[dict[str, Any]] | None = None) -> str:
     """Markdown summary of a theorem report, with the wall-clock reach table (``make reach``) and
     the performance table (``make bench``) when their benchmark JSON rows are given."""
     verdict = "PASS" if doc["passed"] else "FAIL"
     out = [f"# Verification summary: {verdict} ({doc['profile']} profile, seed {doc['seed']})", ""]
-    out += ["| theorem | verdict | checks passed | certified checks |", "|---|---|---|---|"]
+    out += ["| theorem | verdict | checks passed | certified | estimates |", "|---|---|---|---|---|"]
     for t in doc["theorems"]:
         n_pass = sum(c["passed"] for c in t["checks"])
         n_cert = sum(c["certified"] and c["passed"] for c in t["checks"])
+        n_est = sum(kind(c) == "estimate" and c["passed"] for c in t["checks"])
         out.append(f"| {t['name']}: {_cell(t['title'])} | {'PASS' if t['passed'] else 'FAIL'} | "
-                   f"{n_pass} of {len(t['checks'])} | {n_cert} |")
+                   f"{n_pass} of {len(t['checks'])} | {n_cert} | {n_est} |")
+    out += ["", "A check's kind: *certified* (every rounding enclosed: Arb balls or exact rational arithmetic), "
+            "*estimate* (a floating-point measurement: not a proof), *exact* (a decision on the exact data, such as a "
+            "refusal)."]
+    out += ["", provenance(doc.get("resumed") or {})]
     for t in doc["theorems"]:
-        out += ["", f"## {t['name']}: {t['title']}", "", t["statement"], "",
-                "| check | value | bound | verdict | certified | bound from |", "|---|---|---|---|---|---|"]
+        told = " (taken from the journal of an earlier run)" if t.get("from_journal") else ""
+        out += ["", f"## {t['name']}: {t['title']}{told}", "", t["statement"], "",
+                "| check | value | bound | verdict | kind | bound from |", "|---|---|---|---|---|---|"]
         for c in t["checks"]:
             out.append(f"| {_cell(c['name'])} | {_number(c['value'])} | {_number(c['bound'])} | "
-                       f"{'pass' if c['passed'] else 'FAIL'} | {'yes' if c['certified'] else 'no'} | "
-                       f"{_cell(c['origin'])} |")
+                       f"{'pass' if c['passed'] else 'FAIL'} | {kind(c)} | {_cell(c['origin'])} |")
     out += ["", "## Solver reach on independent Gaussian targets", ""]
     if doc.get("reach"):
         out += ["Measured in this run with a work budget (the same on every machine); "

@@ -37,6 +37,13 @@ class UnitRecord:
     def __post_init__(self):
         if self.status not in STATUSES or not isinstance(self.key, str) or not isinstance(self.params, dict):
             raise ValueError(f"a unit record needs a key, a params object and a status in {STATUSES}")
+        kinds = {"task": str, "version": str, "where": str, "attempts": int, "seconds": (int, float)}
+        for name, kind in kinds.items():
+            v = getattr(self, name)
+            if not isinstance(v, kind) or isinstance(v, bool):
+                raise ValueError(f"the field {name!r} of a unit record is a {type(v).__name__}")
+        if self.error is not None and not isinstance(self.error, str):
+            raise ValueError("the field 'error' of a unit record must be text or null")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

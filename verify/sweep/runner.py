@@ -61,13 +61,17 @@ class SweepOptions:
     """Where and how a sweep runs.  The main option is ``scheduler`` ("none", "local" or
     "tcp://HOST:PORT"); the others: ``workers`` (local cluster only; None: one per core),
     ``journal`` (a file to append records to; None: no journal), ``resume`` (take finished
-    units from the journal), ``retries`` per unit, ``timeout`` seconds per attempt (None: no
-    limit; cluster schedulers only)."""
+    units from the journal), ``check`` (called as ``check(unit, result)`` on every result taken
+    from the journal, before any unit runs: it returns the result as it is to be used, or raises
+    :class:`~verify.io.errors.InputError`; a journal is read like any other input),
+    ``retries`` per unit, ``timeout`` seconds per attempt (None: no limit; cluster schedulers
+    only)."""
 
     scheduler: str = "local"
     workers: int | None = None
     journal: str | Path | None = None
     resume: bool = False
+    check: Callable[[Unit, Any], Any] | None = None
     retries: int = 1
     timeout: float | None = None
 
@@ -111,7 +115,8 @@ def run(units: Sequence[Unit], options: SweepOptions, progress: Callable[[str], 
     for i, (u, k) in enumerate(zip(units, keys, strict=True)):
         rec = finished.get(k)
         if rec is not None and (rec.task, rec.params, rec.version) == (u.task, u.params, versions[u.task]):
-            records[i] = UnitRecord(**(rec.as_dict() | {"where": JOURNAL}))  # a record under another unit's key is ignored
+            result = options.check(u, rec.result) if options.check else rec.result
+            records[i] = UnitRecord(**(rec.as_dict() | {"where": JOURNAL, "result": result}))  # others' keys: ignored
     pending = [i for i, r in enumerate(records) if r is None]
     meter = _Meter(len(units), len(units) - len(pending), progress)
 
