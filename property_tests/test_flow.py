@@ -244,8 +244,18 @@ def test_overflow_is_reported():
 def test_step_budget_is_reported():
     blocks = gaussian_blocks(0, 2)
     X = np.random.default_rng(0).normal(size=(1, 3, 2)) * 30  # logits ~ 1e3: tiny Taylor radius
-    with pytest.raises(IntegrationError, match="would need more than 50 Taylor steps"):
+    with pytest.raises(IntegrationError, match="would need more than 51 Taylor steps"):  # 50 beyond the one step
         flow(blocks, [(0, 5.0)], X, max_steps=50)
+
+
+def test_many_tiny_steps_are_not_too_large():
+    """10 001 control steps of 1e-6 were refused as "durations or data too large" (issue 50):
+    the cap counts Taylor steps beyond the one each control step takes."""
+    blocks = gaussian_blocks(0, 2)
+    X = np.random.default_rng(0).normal(size=(1, 2, 2))
+    res = flow(blocks, [(0, 1e-6)] * 2001, X, max_steps=100)
+    assert res.taylor_steps == 2001
+    assert np.abs(res.end - flow(blocks, [(0, 2001e-6)], X).end).max() < 1e-13
 
 
 def test_deadline_is_reported():

@@ -44,7 +44,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _estimate(w: witness.Witness, args: argparse.Namespace) -> int:
     digits = args.dps or w.digits
-    verdict = replay.replay(w, digits)
+    verdict = replay.replay(w, digits, _progress(args.json, after=5.0))
     if verdict["verdict"] == "UNDECIDED" and math.isfinite(verdict["error"]):  # straddles: more digits decide
         more = min(validate.MAX_DIGITS, max(30, 2 * (digits or 15)))
         verdict["next"] = (f"replay with --dps {more}, or certify (without --estimate)"

@@ -27,7 +27,7 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,8 +71,10 @@ class Dynamics:
         """d end / d (step sizes or durations), rows (sequence, token, coordinate)."""
         raise NotImplementedError
 
-    def estimated_image(self, blocks: Sequence[Block], steps: Steps, X: Any, dps: int | None = None) -> EstimatedImage:
-        """The end point and an estimate of its error, in float64 or at ``dps`` digits."""
+    def estimated_image(self, blocks: Sequence[Block], steps: Steps, X: Any, dps: int | None = None,
+                        progress: Callable[[str], None] | None = None) -> EstimatedImage:
+        """The end point and an estimate of its error, in float64 or at ``dps`` digits
+        (``progress`` hears of a long computation)."""
         raise NotImplementedError
 
     def image(self, blocks: Sequence[Block], steps: Steps, X: np.ndarray) -> np.ndarray | None:
@@ -132,7 +134,7 @@ class Network(Dynamics):
         with precision(dps):
             return self.d_steps(blocks, list(zip(pattern, z, strict=True)), X, dps=dps).astype(float)
 
-    def estimated_image(self, blocks, steps, X, dps=None):
+    def estimated_image(self, blocks, steps, X, dps=None, progress=None):
         end = self.end(blocks, steps, X, dps=dps)
         scale = float(np.max(np.abs(np.asarray(end, dtype=float))))
         if not scale <= validate.MAX_MAGNITUDE:
@@ -157,8 +159,8 @@ class Flow(Dynamics):
     def d_steps(self, blocks, steps, X, *, dps=None, deadline=math.inf):
         return flow(blocks, steps, X, dps=dps, sensitivities=True, deadline=deadline).d_durations
 
-    def estimated_image(self, blocks, steps, X, dps=None):
-        res = flow(blocks, steps, X, dps=dps, propagate=True)
+    def estimated_image(self, blocks, steps, X, dps=None, progress=None):
+        res = flow(blocks, steps, X, dps=dps, propagate=True, progress=progress)
         return EstimatedImage(end=res.end, estimate=float(res.error_estimate), work={"taylor_steps": res.taylor_steps})
 
 

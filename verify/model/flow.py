@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,7 @@ from verify.model.taylor import coefficients, evaluate
 
 DEFAULT_TOL = 1e-16  # at 1e-14 a solver witness (80 steps, total |tau| 17) was off by 1.6e-10 against an estimate of 1.9e-12
 MAX_TAYLOR_STEPS = 10_000
+PROGRESS_SECONDS = 10.0  # between progress lines of a long flow
 PROJECTION = 10  # a flow is refused when its current step, kept, would take 10 max_steps steps
 MAX_HALVINGS = 60  # a step the defect check halves 60 times (2^-60 of the rule's) is refused
 DEFECT_SLACK = 16.0  # a good step's h |X' - F(X)| is about p |X_p| h^p plus the field's rounding
@@ -193,20 +194,24 @@ def flow(
     propagate: bool = False,
     max_steps: int = MAX_TAYLOR_STEPS,
     deadline: float = math.inf,
+    progress: Callable[[str], None] | None = None,
 ) -> FlowResult:
-    """Integrate the control from X (N, n, d); see the module docstring.  With ``propagate``
+    """Integrate the control from X (N, n, d); see the module docstring (``max_steps`` Taylor
+    steps beyond the one each control step takes at least; ``progress`` hears of them every
+    PROGRESS_SECONDS).  With ``propagate``
     the error estimate carries each Taylor step's local error to the end of the flow through
     the Jacobian of the rest of the flow (float64 tangents), as an expanding flow amplifies it;
     where that exceeds sqrt(unit) max(1, |x|) (half the digits lost) the linearisation no longer
     describes the error (two chaotic draws: estimates 6e-4 and 2e6 against errors 6 and 4 times
     larger) and the estimate is infinite."""
     control = validate.steps(control)
+    max_steps += len(control)  # the cap counts Taylor steps beyond one per control step: many tiny steps are not "too large"
     if dps is not None:
         with precision(dps):
             xp = namespace("mpmath")
             return _flow(blocks, control, xp.asarray(X), tol or 10.0 ** (3 - dps), 10.0**-dps, sensitivities, propagate,
-                         max_steps, deadline)
-    return _flow(blocks, control, X, tol or DEFAULT_TOL, UNIT, sensitivities, propagate, max_steps, deadline)
+                         max_steps, deadline, progress)
+    return _flow(blocks, control, X, tol or DEFAULT_TOL, UNIT, sensitivities, propagate, max_steps, deadline, progress)
 
 
 def _propagated(local: list[float], jacobians: list[Any]) -> float:
@@ -219,20 +224,20 @@ def _propagated(local: list[float], jacobians: list[Any]) -> float:
     return total
 
 
-def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, deadline) -> FlowResult:
+def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, deadline, progress=None) -> FlowResult:
     """:func:`flow` in the namespace of X.  One piece: each Taylor step's order split, step
     rule, defect check and tangents decide one another."""
     xp = namespace_of(X)
     N, n, d = X.shape
     p = taylor_order(tol)
     basis = basis_directions(xp, n, d, X) if sensitivities else None
-    count = 0
+    count, told = 0, time.perf_counter()
     step_jacobians, end_fields, local, taylor_jacobians = [], [], [], []
     scale0 = _maxabs(xp, X)
     unit_basis = basis_directions(namespace("numpy"), n, d) if propagate else None
     hp = is_mp(xp) and xp.element != "arb"  # balls keep every order: a float64 tail has no radius
     exact = p  # orders computed in the working precision (high precision: chosen step by step)
-    for b, tau in control:
+    for k, (b, tau) in enumerate(control):
         T = basis
         tau = xp.asarray(tau)[()] if is_mp(xp) else float(tau)
         sign = 1 if tau >= 0 else -1
@@ -272,6 +277,9 @@ def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, de
             local.append(max(math.exp(min(700.0, logs[p] + p * math.log(h))), hdefect / p) + rounding + tail)
             left -= h
             count += 1
+            if progress and time.perf_counter() - told > PROGRESS_SECONDS:
+                told = time.perf_counter()
+                progress(f"flow: {count} Taylor steps, control step {k + 1} of {len(control)}")
         if sensitivities:
             step_jacobians.append(columns_to_jacobians(xp, T))
             end_fields.append(field(blocks[b], X))

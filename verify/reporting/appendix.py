@@ -67,7 +67,7 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements:
         f"seed {seed}); a check passes when its value is at most its bound. Its kind is \\emph{{certified}} when "
         "every rounding error is enclosed (Arb ball arithmetic or exact rational arithmetic), \\emph{estimate} for a "
         "floating-point measurement (not a proof), and \\emph{exact} for a decision on the exact data.",
-        escape(summary_provenance(doc.get("resumed") or {}).replace("`", "")),
+        escape(summary_provenance(doc).replace("`", "")),
     ]
     for t in doc["theorems"]:
         latex = t.get("latex", "")

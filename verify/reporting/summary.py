@@ -61,13 +61,16 @@ def kind(c: dict[str, Any]) -> str:
     return str(c.get("kind") or ("certified" if c["certified"] else "estimate"))
 
 
-def provenance(resumed: dict[str, Any]) -> str:
-    """Which results this run computed, and which it took from a journal (``--resume``)."""
+def provenance(doc: dict[str, Any]) -> str:
+    """How many results of the report ``doc`` this run computed, and how many it took from a
+    journal (``--resume``; ``doc["resumed"]``)."""
+    resumed = doc.get("resumed") or {}
     names, k = resumed.get("theorems") or [], resumed.get("reach_instances") or 0
     if not names and not k:
         return "Every result in this report was computed in this run (none was taken from a journal)."
-    taken = ([f"the theorems {', '.join(map(str, names))}"] if names else []) + (
-        [f"{k} reach instance(s)"] if k else [])
+    total = sum(int(r.get("instances", 0)) for r in doc.get("reach") or [])
+    taken = ([f"{len(names)} of {len(doc.get('theorems') or [])} theorem results ({', '.join(map(str, names))})"]
+             if names else []) + ([f"{k} of {total} reach instances"] if k else [])
     return (f"Taken from the journal of an earlier run (`--resume`), not recomputed: {' and '.join(taken)}; their "
             "values are what the journal says (validated and re-judged against their bounds). Run without `--resume` "
             "to recompute everything.")
@@ -89,7 +92,7 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
     out += ["", "A check's kind: *certified* (every rounding enclosed: Arb balls or exact rational arithmetic), "
             "*estimate* (a floating-point measurement: not a proof), *exact* (a decision on the exact data, such as a "
             "refusal)."]
-    out += ["", provenance(doc.get("resumed") or {})]
+    out += ["", provenance(doc)]
     for t in doc["theorems"]:
         told = " (taken from the journal of an earlier run)" if t.get("from_journal") else ""
         out += ["", f"## {t['name']}: {t['title']}{told}", "", t["statement"], "",

@@ -42,7 +42,7 @@ from verify.model.dynamics import EstimatedImage, dynamics
 from verify.verdicts import enclosure, krawczyk
 
 
-def image(w: Witness, dps: int | None = None) -> EstimatedImage:
+def image(w: Witness, dps: int | None = None, progress: Callable[[str], None] | None = None) -> EstimatedImage:
     """The image of the witness's inputs under its control or network, in float64
     (``dps=None``) or at ``dps`` digits, with the estimate of its error
     (:meth:`verify.model.dynamics.Dynamics.estimated_image`).  Raises
@@ -50,7 +50,8 @@ def image(w: Witness, dps: int | None = None) -> EstimatedImage:
     steps than the cap)."""
     # overflows are refused with a reason (flow's own check, the network's), not warned of
     with precision(dps) if dps is not None else nullcontext(), np.errstate(all="ignore"):
-        return dynamics(w.depth).estimated_image(w.blocks_at(dps), w.steps_at(dps), w.array_at("inputs", dps), dps)
+        return dynamics(w.depth).estimated_image(w.blocks_at(dps), w.steps_at(dps), w.array_at("inputs", dps), dps,
+                                                 progress)
 
 
 NUMBERS = "JSON numbers as the binary64 they denote, decimal strings as the exact decimals they write"
@@ -66,6 +67,7 @@ def _about(w: Witness) -> dict[str, Any]:
 
 def _fraction(x: Any) -> Fraction:
     """The exact value of a float, an MPFR or an mpmath number."""
+    x = x.item() if isinstance(x, np.generic) else x
     if isinstance(x, mpmath.mpf):
         man, exp = x.man_exp
         return Fraction(int(man)) * Fraction(2) ** int(exp)
@@ -87,7 +89,7 @@ def conversion_error(a: np.ndarray, dps: int | None) -> float:
     return round_up(worst) if worst else 0.0
 
 
-def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
+def replay(w: Witness, dps: int | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Replay a witness in float64 (``dps=None``) or at ``dps`` digits; return the verdict.
 
     ``error`` is max |image - target|; ``integration_error_estimate`` is the integrator's
@@ -105,20 +107,20 @@ def replay(w: Witness, dps: int | None = None) -> dict[str, Any]:
     """
     out = _about(w) | {"precision": precision_label(dps), "kind": ESTIMATE, "certified": False}
     try:
-        img = image(w, dps)
+        img = image(w, dps, progress)
     except IntegrationError as exc:
         return {"passed": False, "verdict": "UNDECIDED", "reason": str(exc), "error": math.nan,
                 "integration_error_estimate": math.inf} | out
     with precision(dps) if dps is not None else nullcontext():
-        error = float(np.max(np.abs(img.end - w.array_at("targets", dps))))
+        worst = np.max(np.abs(img.end - w.array_at("targets", dps)))
+    error = float(worst)  # for the report; the comparison below is exact, not of this rounded float
     estimate = img.estimate + conversion_error(w.inputs, dps) + conversion_error(w.targets, dps)
-    tolerance = round_down(w.tolerance) if float(w.tolerance) != exact(w.exact_tolerance) else w.tolerance
-    if math.isinf(estimate):
+    if not (math.isfinite(estimate) and math.isfinite(error)):
         verdict, reason = "UNDECIDED", ("the flow amplifies the rounding of this arithmetic past what a linearised "
                                         "error estimate can follow (more than half the digits lost)")
-    elif error + estimate <= tolerance:
+    elif _fraction(worst) + Fraction(estimate) <= rational(w.exact_tolerance):
         verdict, reason = "WITHIN", None
-    elif error - estimate > tolerance:
+    elif _fraction(worst) - Fraction(estimate) > rational(w.exact_tolerance):
         verdict, reason = "OUTSIDE", None
     else:
         verdict, reason = "UNDECIDED", (f"the image is within {error:.2e} of the targets but its error estimate "
@@ -151,7 +153,7 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf, e
         return out | _identity(w)
     if w.depth == "continuous":  # the float64 flow guides the validated steps: where it cannot follow, nor can they
         try:
-            image(w)
+            image(w, progress=progress)
         except IntegrationError as exc:
             return out | {"verdict": "UNDECIDED", "certified": False, "passed": False, "precision": "float64 guide",
                           "reason": f"the float64 flow that guides the validated steps stopped: {exc}"}
