@@ -38,7 +38,9 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import time
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -70,10 +72,14 @@ def rank_at_least(
     max_degree: int,
     digits: int = DEFAULT_DIGITS,
     matrix: np.ndarray | None = None,
+    deadline: float = math.inf,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Try to prove that the bracket matrix of degree <= max_degree on X (floats or decimal
     strings, as written) has rank at least r (module docstring).  ``matrix``: the bracket
-    matrix in floating point (any precision, as float64) to choose the minor from."""
+    matrix in floating point (any precision, as float64) to choose the minor from.  Only the
+    sequences that hold the minor's rows are enclosed, one at a time (``progress`` hears of
+    them every 10 s; past ``deadline`` the answer is not certified)."""
     import flint
 
     words = [str_word(w) for w in basis(max_degree)]
@@ -91,9 +97,19 @@ def rank_at_least(
     cols = select_columns(S, r)
     rows = list(range(M.shape[0])) if r == M.shape[0] else select_columns(S[:, cols].T, r)
     scale = scales[cols]
+    width = int(np.prod(Xf.shape[1:]))  # rows per sequence
     with precision(digits):
-        Ma, _ = bracket_matrix([b.in_arb() for b in blocks], namespace("arb").asarray(X), max_degree)
-        A = flint.arb_mat([[Ma[i, j] / float(scale[k]) for k, j in enumerate(cols)] for i in rows])
+        balls, row_of, told = [b.in_arb() for b in blocks], {}, time.perf_counter()
+        for count, s in enumerate(sorted({i // width for i in rows})):
+            Ms, _ = bracket_matrix(balls, namespace("arb").asarray(np.asarray(X, dtype=object)[s:s + 1]), max_degree)
+            row_of |= {s * width + i: Ms[i] for i in range(width)}
+            if time.perf_counter() > deadline:
+                return base | {"reason": "the Arb brackets stopped at the deadline", "columns": [words[j] for j in cols],
+                               "rows": rows}
+            if progress and time.perf_counter() - told > 10:
+                told = time.perf_counter()
+                progress(f"rank: Arb brackets of {count + 1} sequences")
+        A = flint.arb_mat([[row_of[i][j] / float(scale[k]) for k, j in enumerate(cols)] for i in rows])
         identity = flint.arb_mat(r, r, [int(i == j) for i in range(r) for j in range(r)])
         try:
             R = A.mid().solve(identity, algorithm="approx")
@@ -107,7 +123,7 @@ def rank_at_least(
         e_up = _frobenius_upper([E[i, j] for i in range(r) for j in range(r)])
         ok = e_up < 1
         lower = round_down(((1 - flint.arb(e_up)) / flint.arb(_frobenius_upper(entries))).lower()) if ok else 0.0
-        radius = max(float(Ma[i, j].rad()) for i in rows for j in cols)
+        radius = max(float(row_of[i][j].rad()) for i in rows for j in cols)
     return base | {
         "certified": bool(ok and lower > 0),
         "columns": [words[j] for j in cols],

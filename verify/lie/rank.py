@@ -72,6 +72,7 @@ MAX_DIGITS = 150  # the most digits tried for weights that 60 do not resolve (mo
 DEFAULT_MAX_DEGREE = 12
 MAX_DEGREE = 14  # 2538 Hall words; degree 16 has 8800, whose brackets take hours at m of a few dozen
 MAX_DIMENSION = 512  # numbers in the sequences that move independently: n d = 256 took 38 s, 512 the most allowed
+PROGRESS_SECONDS = 10.0  # between progress lines of a long high-precision matrix
 STALL = 2  # degrees without a rise of the float64 rank after which the degree stops growing
 CERTIFY_DIGITS = 30  # the fewest digits of a certificate
 
@@ -299,7 +300,8 @@ def analyse(
         if level.rank >= target and _gap_ok(level) and certify:
             digits = max(CERTIFY_DIGITS, level.digits or 0)
             say(f"rank: certifying rank >= {target} in Arb at {digits} digits")
-            cert = certificates.rank_at_least(blocks, Xe, target, max_degree=K, digits=digits, matrix=M)
+            cert = certificates.rank_at_least(blocks, Xe, target, max_degree=K, digits=digits, matrix=M,
+                                              deadline=deadline, progress=say)
             if cert["certified"]:
                 verdict = "CERTIFIED"
                 if level.rank > target and _gap_ok(level, target + 1):  # more than the bound: prove it, or say nothing
@@ -313,7 +315,10 @@ def analyse(
             break
         D = later.pop(0)
         say(f"rank: degree {K} at {D} digits")
-        level, M, scales = _level(blocks, Xe, K, D)
+        try:
+            level, M, scales = _level(blocks, Xe, K, D, deadline, say)
+        except Late:
+            break
         levels.append(level)
     if verdict == "ESTIMATE" and certify:
         verdict = "UNDECIDED"
@@ -359,12 +364,13 @@ def _why(bound, levels, cert, K, max_degree, stalled, target, late) -> str:
     return f"{head}: {seen}{more}"
 
 
-def _level(blocks, X, K: int, digits: int | None) -> tuple[Level, Any, np.ndarray]:
+def _level(blocks, X, K: int, digits: int | None, deadline: float = math.inf,
+           say: Callable[[str], None] = lambda _: None) -> tuple[Level, Any, np.ndarray]:
     """The bracket matrix of degree <= K at ``digits`` (None: float64), its scales and what its
     singular values say."""
     degrees = np.array([degree(w) for w in basis(K)])
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
-        M = _matrix(blocks, X, K, digits)
+        M = _matrix(blocks, X, K, digits, deadline, say)
         scales = degree_scales(blocks, np.asarray(X, dtype=float), M, degrees)
     W = M.shape[1]
     if not (np.all(np.isfinite(np.asarray(M, dtype=float))) and np.all(np.isfinite(scales))):
@@ -378,11 +384,26 @@ def _level(blocks, X, K: int, digits: int | None) -> tuple[Level, Any, np.ndarra
                  next=float(sigma[r]) if r < len(sigma) else None, noise_level=eta), M, scales
 
 
-def _matrix(blocks: Sequence[Block], X: np.ndarray, K: int, dps: int | None) -> Any:
+class Late(Exception):
+    """A high-precision bracket matrix that ran past its deadline."""
+
+
+def _matrix(blocks: Sequence[Block], X: np.ndarray, K: int, dps: int | None, deadline: float = math.inf,
+            say: Callable[[str], None] = lambda _: None) -> Any:
+    """The bracket matrix; at ``dps`` digits sequence by sequence (the brackets are block
+    diagonal over sequences), so that a long one reports progress and stops at ``deadline``."""
     if dps is None:
         return bracket_matrix(blocks, np.asarray(X, dtype=float), K)[0]
+    rows, told = [], time.perf_counter()
     with precision(dps):
-        return bracket_matrix(blocks, namespace("mpmath").asarray(X), K)[0]
+        for s in range(X.shape[0]):
+            rows.append(bracket_matrix(blocks, namespace("mpmath").asarray(X[s:s + 1]), K)[0])
+            if time.perf_counter() > deadline:
+                raise Late(f"the {dps}-digit brackets stopped at the deadline after {s + 1} of {X.shape[0]} sequences")
+            if time.perf_counter() - told > PROGRESS_SECONDS:
+                told = time.perf_counter()
+                say(f"rank: {dps}-digit brackets of {s + 1} of {X.shape[0]} sequences")
+    return np.concatenate(rows, axis=0)
 
 
 def _min_degree(M: Any, scales: np.ndarray, digits: int | None, words: list, target: int) -> int:
