@@ -2,7 +2,7 @@
 
 Renders only what the report holds (no recomputation), and nothing from its ``timings``
 section, so two runs with the same seed give identical summaries: a verdict per theorem, each
-theorem's statement and a table of its checks (value, bound, verdict, certified, origin of the
+theorem's statement and a table of its checks (value, bound, verdict, kind, origin of the
 bound), the solver's reach measured in the run (work budget), and, when their pytest-benchmark
 JSON files are given, the wall-clock reach table (``make reach``) and the performance ratios
 (``make bench``); those two come from files outside the report, so they change only with them.
@@ -11,7 +11,7 @@ JSON files are given, the wall-clock reach table (``make reach``) and the perfor
 ...        "statement": "S.", "passed": True, "checks": [{"name": "c", "value": 0.0, "bound": 1.0,
 ...        "passed": True, "certified": False, "origin": "o"}]}]}
 >>> print(render(doc).splitlines()[0])
-# Verification summary: PASS (quick profile, seed 0)
+# Verification summary: PASS (quick profile, seed 0): checks 0 certified, 1 estimate, 0 exact
 """
 
 from __future__ import annotations
@@ -81,7 +81,9 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
     """Markdown summary of a theorem report, with the wall-clock reach table (``make reach``) and
     the performance table (``make bench``) when their benchmark JSON rows are given."""
     verdict = "PASS" if doc["passed"] else "FAIL"
-    out = [f"# Verification summary: {verdict} ({doc['profile']} profile, seed {doc['seed']})", ""]
+    every = [c for t in doc["theorems"] for c in t["checks"]]
+    kinds = ", ".join(f"{sum(kind(c) == k for c in every)} {k}" for k in ("certified", "estimate", "exact"))
+    out = [f"# Verification summary: {verdict} ({doc['profile']} profile, seed {doc['seed']}): checks {kinds}", ""]
     out += ["| theorem | verdict | checks passed | certified | estimates |", "|---|---|---|---|---|"]
     for t in doc["theorems"]:
         n_pass = sum(c["passed"] for c in t["checks"])
