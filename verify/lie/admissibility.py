@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from verify.io.errors import InputError
-from verify.lie.invariants import exact_rank, uniform_attention
+from verify.lie.invariants import exact_rank, listed, uniform_attention
 from verify.lie.symmetry import Key, exact_array, multiset, negated, prefix_key, sequence_type, token_keys
 
 NETWORKS_CAN = "a network can: finite depth"  # the refusals of flows' invariants say where the data are reachable
@@ -113,7 +113,7 @@ def _check_full(X: np.ndarray, Y: np.ndarray, flows: bool) -> None:
     lone = [s for s in range(N) if types_x[s].lone]
     if lone:
         _check_linear_tokens(X[lone, 0, :], Y[lone, 0, :],
-                             f"tokens of sequences {_names(lone)} (one repeated token each)",
+                             f"tokens of sequences {listed(lone)} (one repeated token each)",
                              "a sequence of one repeated token moves linearly, x -> G x, with the same G for every "
                              "such sequence", flows)
     if d == 1 and flows:
@@ -234,7 +234,3 @@ def _check_linear_tokens(A: np.ndarray, B: np.ndarray, what: str, why: str, orie
     if det <= 0:
         raise InputError(f"the {what} determine G with det G = {det:.3g} <= 0; the flows reach only "
                          f"GL+(d) ({why}; {NETWORKS_CAN})")
-
-
-def _names(indices: Sequence[int]) -> str:
-    return ", ".join(map(str, indices[:6])) + (f" (and {len(indices) - 6} more)" if len(indices) > 6 else "")

@@ -100,7 +100,7 @@ def _full(X: np.ndarray, uniform_one: bool = False) -> RankBound:
         seq = X[group[0]]
         t = sequence_type(seq)
         if len(group) > 1:
-            reasons.append(f"sequences {_names(group)} are signed token permutations of each other")
+            reasons.append(f"sequences {listed(group)} are signed token permutations of each other")
         if t.lone:
             lone.append(t.distinct[0])
             continue
@@ -123,7 +123,7 @@ def _causal(X: np.ndarray) -> RankBound:
     for i in range(2, n + 1):
         groups = prefix_orbits(X, i)
         total += d * len(groups)
-        reasons += [f"sequences {_names(g)} share their first {i} tokens up to sign" for g in groups if len(g) > 1]
+        reasons += [f"sequences {listed(g)} share their first {i} tokens up to sign" for g in groups if len(g) > 1]
     coincident = n > 1 and any(len(sequence_type(X[s]).distinct) < n for s in range(N))
     if coincident:
         reasons.append("coincident tokens under a causal mask (the bound is not known to be sharp there)")
@@ -156,7 +156,7 @@ def rank_bound(X: Any, causal: bool = False, blocks: Sequence[Any] | None = None
             f"block {uniform[0]} has beta Q^T K = 0 and n = 2: x_1 - x_2 moves only along exp(t V) of the other block"])
     if uniform:
         return RankBound(value=generic.value, sharp=False, reasons=generic.reasons + [
-            f"block(s) {_names(uniform)} have beta Q^T K = 0; the bound is not known to be sharp for them"])
+            f"block(s) {listed(uniform)} have beta Q^T K = 0; the bound is not known to be sharp for them"])
     return generic
 
 
@@ -178,5 +178,6 @@ def describe(X: Any, causal: bool = False, blocks: Sequence[Any] | None = None) 
     return list(dict.fromkeys(rank_bound(X, causal, blocks).reasons))
 
 
-def _names(indices: Sequence[int]) -> str:
+def listed(indices: Sequence[int]) -> str:
+    """Indices for a message: the first six, and how many more."""
     return ", ".join(map(str, indices[:6])) + (f" (and {len(indices) - 6} more)" if len(indices) > 6 else "")
