@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from verify.io.errors import InputError
-from verify.reporting.results import KINDS, check, passes
+from verify.reporting.results import KINDS, check, kind_of, passes
 from verify.sweep.unit import Unit
 
 from . import causal, finite_depth, reach, two_block
@@ -86,7 +86,7 @@ def checked_result(params: dict[str, Any], result: Any, where: str = "the journa
         for k in ("value", "bound"):
             if isinstance(c.get(k), bool) or not isinstance(c.get(k), (int, float)):
                 raise InputError(f"{where}: check {j} of {name}: {k} is not a number; run without --resume")
-        kind = c.get("kind", "certified" if c["certified"] else "estimate")
+        kind = kind_of(c)
         if kind not in KINDS or (kind == "certified") != c["certified"]:
             raise InputError(f"{where}: check {j} of {name}: kind {str(kind)[:20]!r} does not match certified; run "
                              "without --resume")

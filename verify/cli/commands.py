@@ -26,6 +26,7 @@ from verify.lie.hall import basis, str_word
 from verify.model.blocks import gaussian_blocks
 from verify.model.dynamics import dynamics
 from verify.reporting import appendix, report, selfcheck, summary
+from verify.reporting.results import kind_of
 from verify.search import solver
 from verify.search.settings import Settings
 from verify.sweep import runner
@@ -169,7 +170,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{'PASS' if t['passed'] else 'FAIL'}  {t['name']}: {t['title']}{told}")
             for c in t["checks"]:
                 print(f"  {'PASS' if c['passed'] else 'FAIL'}  {c['value']:9.2e} <= {c['bound']:9.2e}  {c['name']} "
-                      f"[{c.get('kind', 'estimate')}]")
+                      f"[{kind_of(c)}]")
         n_checks = sum(len(t["checks"]) for t in theorems)
         n_pass = sum(c["passed"] for t in theorems for c in t["checks"])
         print(f"{n_pass} of {n_checks} checks passed ({args.profile} profile, seed {args.seed}); wrote {path}")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from verify.io.files import replace_file
-from verify.reporting.summary import kind
+from verify.reporting.results import kind_of
 from verify.reporting.summary import provenance as summary_provenance
 
 FIGURE_STEMS = ("fig-trajectories", "fig-singular-values", "fig-discretisation", "fig-reach")  # figures.FIGURES
@@ -79,7 +79,7 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements:
                 "\\# & check & value & bound & verdict & kind \\\\", "\\midrule"]
         for i, c in enumerate(t["checks"], 1):
             out.append(f"{i} & {escape(c['name'])} & {_number(c['value'])} & {_number(c['bound'])} & "
-                       f"{'pass' if c['passed'] else 'FAIL'} & {escape(kind(c))} \\\\")
+                       f"{'pass' if c['passed'] else 'FAIL'} & {escape(kind_of(c))} \\\\")
         out += ["\\bottomrule", "\\end{tabular}", "\\end{table}", "", "Origins of the bounds:",
                 "\\begin{enumerate}\\small"]
         out += [f"\\item {escape(c['origin'])}" for c in t["checks"]]

@@ -37,6 +37,11 @@ class Check:
 KINDS = ("certified", "estimate", "exact")
 
 
+def kind_of(c: dict[str, Any]) -> str:
+    """The kind of a check as a dict (reports written before kinds were recorded: certified or estimate)."""
+    return str(c.get("kind") or ("certified" if c["certified"] else "estimate"))
+
+
 def passes(value: Any, bound: Any) -> bool:
     """value <= bound, both finite numbers (an infinite bound would be a check that cannot fail)."""
     try:

@@ -20,6 +20,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from verify.reporting.results import kind_of
+
 
 def _number(x: Any) -> str:
     return f"{x:.3g}" if isinstance(x, (int, float)) else "-" if x is None else str(x)
@@ -56,11 +58,6 @@ def performance_rows(benchmark_json: str | Path) -> list[dict[str, Any]]:
     return [r | {"ratio": r["median_s"] / base[r["group"]] if r["group"] in base else None} for r in rows]
 
 
-def kind(c: dict[str, Any]) -> str:
-    """A check's kind (reports written before kinds were recorded: certified or estimate)."""
-    return str(c.get("kind") or ("certified" if c["certified"] else "estimate"))
-
-
 def provenance(doc: dict[str, Any]) -> str:
     """How many results of the report ``doc`` this run computed, and how many it took from a
     journal (``--resume``; ``doc["resumed"]``)."""
@@ -82,13 +79,13 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
     the performance table (``make bench``) when their benchmark JSON rows are given."""
     verdict = "PASS" if doc["passed"] else "FAIL"
     every = [c for t in doc["theorems"] for c in t["checks"]]
-    kinds = ", ".join(f"{sum(kind(c) == k for c in every)} {k}" for k in ("certified", "estimate", "exact"))
+    kinds = ", ".join(f"{sum(kind_of(c) == k for c in every)} {k}" for k in ("certified", "estimate", "exact"))
     out = [f"# Verification summary: {verdict} ({doc['profile']} profile, seed {doc['seed']}): checks {kinds}", ""]
     out += ["| theorem | verdict | checks passed | certified | estimates |", "|---|---|---|---|---|"]
     for t in doc["theorems"]:
         n_pass = sum(c["passed"] for c in t["checks"])
         n_cert = sum(c["certified"] and c["passed"] for c in t["checks"])
-        n_est = sum(kind(c) == "estimate" and c["passed"] for c in t["checks"])
+        n_est = sum(kind_of(c) == "estimate" and c["passed"] for c in t["checks"])
         out.append(f"| {t['name']}: {_cell(t['title'])} | {'PASS' if t['passed'] else 'FAIL'} | "
                    f"{n_pass} of {len(t['checks'])} | {n_cert} | {n_est} |")
     out += ["", "A check's kind: *certified* (every rounding enclosed: Arb balls or exact rational arithmetic), "
@@ -101,7 +98,7 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
                 "| check | value | bound | verdict | kind | bound from |", "|---|---|---|---|---|---|"]
         for c in t["checks"]:
             out.append(f"| {_cell(c['name'])} | {_number(c['value'])} | {_number(c['bound'])} | "
-                       f"{'pass' if c['passed'] else 'FAIL'} | {kind(c)} | {_cell(c['origin'])} |")
+                       f"{'pass' if c['passed'] else 'FAIL'} | {kind_of(c)} | {_cell(c['origin'])} |")
     out += ["", "## Solver reach on independent Gaussian targets", ""]
     if doc.get("reach"):
         out += ["Measured in this run with a work budget (the same on every machine); "
