@@ -9,6 +9,9 @@ functions run on
 * ``cupy`` (optional; imported only when asked for, never required),
 * ``arb``: object arrays of python-flint ``arb`` balls (midpoint-radius intervals whose every
   operation encloses its rounding error), used for certificates only.
+* ``fball``: float64 midpoint-radius balls (:mod:`verify.model.float_balls`), rigorous like
+  ``arb`` but at float64's width and NumPy's speed, for the parts of a certificate that only
+  bound remainders or enclose derivatives.
 * ``mpmath``: arbitrary precision.  NumPy object arrays whose entries are MPFR numbers
   (``gmpy2.mpfr``, correctly rounded, about ten times faster than ``mpmath.mpf`` as array
   elements) or, as ``mpmath-pure``, ``mpmath.mpf`` numbers; the working precision is the one of
@@ -40,7 +43,7 @@ import numpy as np
 from verify.io.errors import InputError
 
 UNIT = 2.0**-52  # float64's machine epsilon: the suite's rounding unit (twice the unit roundoff 2^-53, on the safe side)
-BACKENDS = ("numpy", "array-api-strict", "cupy", "mpmath", "mpmath-pure", "arb")
+BACKENDS = ("numpy", "array-api-strict", "cupy", "mpmath", "mpmath-pure", "arb", "fball")
 
 try:  # gmpy2's MPFR numbers are ~10x faster than mpmath.mpf as array elements
     import gmpy2
@@ -151,6 +154,7 @@ def _hp_namespace(kind: str) -> types.SimpleNamespace:
     return types.SimpleNamespace(
         __name__="mpmath",
         high_precision=True,
+        balls=kind == "arb",
         element=kind,
         asarray=asarray,
         zeros=zeros,
@@ -195,11 +199,19 @@ def namespace(name: str = "numpy") -> Any:
         return xp
     if name in ("mpmath", "mpmath-pure", "arb"):
         return _HP[{"mpmath": "mpfr", "mpmath-pure": "mpf", "arb": "arb"}[name]]
+    if name == "fball":
+        from verify.model import float_balls
+
+        return float_balls.namespace()
     raise InputError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
 
 
 def namespace_of(x: Any) -> Any:
     """The namespace an array belongs to (object arrays mean high precision)."""
+    from verify.model.float_balls import Balls
+
+    if isinstance(x, Balls):
+        return namespace("fball")
     if isinstance(x, np.ndarray) and x.dtype == object:
         first = x.flat[0] if x.size else None
         if isinstance(first, mpmath.mpf) or gmpy2 is None:
