@@ -45,7 +45,9 @@ def block_arrays(block: Block, xp: Any, like: Any = None) -> tuple[Any, Any, Any
 def beta_in(block: Block, xp: Any) -> Any:
     """The block's beta as a number of namespace ``xp`` (a float64 series of a high-precision block
     takes its beta rounded, as it takes its matrices)."""
-    return block.beta if is_mp(xp) else float(block.beta)
+    if is_mp(xp):
+        return block.beta
+    return xp.asarray(block.beta) if getattr(xp, "balls", False) else float(block.beta)  # balls: enclosed, not rounded
 
 
 def causal_mask(xp: Any, n: int) -> Any:
@@ -76,8 +78,36 @@ def softmax_weights(block: Block, X: Any) -> Any:
     return E / xp.sum(E, axis=-1, keepdims=True)
 
 
+def dominant(W: Any, causal: bool = False) -> np.ndarray:
+    """The Boolean mask (..., n, n) of each row's largest entry of W (weights or logits; by
+    midpoint for balls; among j <= i when ``causal``)."""
+    if hasattr(W, "m"):
+        mids = W.m
+    elif isinstance(W, np.ndarray) and W.dtype == object:
+        mids = np.vectorize(lambda z: float(z.mid()), otypes=[float])(W)
+    else:
+        mids = np.asarray(W, dtype=float)
+    n = mids.shape[-1]
+    if causal:
+        mids = np.where(np.tril(np.ones((n, n), bool)), mids, -np.inf)
+    return np.arange(n) == np.argmax(mids, axis=-1)[..., None]
+
+
+def on_dominant(xp: Any, A: Any, top: np.ndarray) -> Any:
+    """A less, row by row, its entry marked in ``top``, which is then exactly 0."""
+    return xp.where(top, xp.zeros(A.shape), A - xp.sum(A * top.astype(float), axis=-1, keepdims=True))
+
+
 def shifted_exp(xp: Any, L: Any, causal: bool) -> Any:
-    """exp(L - rowmax) on the admissible entries (j <= i when causal), 0 elsewhere."""
+    """exp(L - rowmax) on the admissible entries (j <= i when causal), 0 elsewhere.
+
+    In ball arithmetic (``xp.balls``) each row is shifted by its largest entry as a ball, which
+    is then exactly 1: shifted by a number instead, the dominant weight of nearly hard
+    attention is a ball e^(+-delta) that softmax's division cannot narrow again."""
+    if getattr(xp, "balls", False):
+        admissible = np.tril(np.ones(L.shape[-2:], bool)) if causal else np.ones(L.shape[-2:], bool)
+        E = xp.exp(xp.where(admissible, on_dominant(xp, L, dominant(L, causal)), xp.zeros(L.shape)))
+        return xp.where(admissible, E, xp.zeros(L.shape))
     if not causal:
         return xp.exp(L - xp.max(L, axis=-1, keepdims=True))
     n = L.shape[-1]
@@ -106,6 +136,8 @@ def jvp(block: Block, X: Any, U: Any) -> Any:
         xp.matmul(xp.matmul(U, Qt), xp.matrix_transpose(KX))
         + xp.matmul(QX, xp.matrix_transpose(xp.matmul(U, Kt)))
     )
+    if getattr(xp, "balls", False):  # softmax ignores row shifts: on the dominant entry the cancellation is exact
+        dL = on_dominant(xp, dL, dominant(P, block.causal))
     dP = P * (dL - xp.sum(P * dL, axis=-1, keepdims=True))
     return xp.matmul(dP, VX) + xp.matmul(P, xp.matmul(U, Vt))
 
