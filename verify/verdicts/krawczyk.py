@@ -19,6 +19,12 @@ lies in the interior of B, the box contains exactly one h_S with G(h_S) = 0 (Kra
 Moore's theorem on the Krawczyk operator): the network with those exact step sizes maps X
 exactly onto Y.  Otherwise nothing is claimed.
 
+For a control (:func:`certify_control`) the same test runs on a first-order Taylor model of
+the end point in the free durations, G(s) in G(c) + A (s - c) + E over the whole box, which the
+validated flow carries step by step with A exact and everything of second order in r in the
+balls E; K(B) inside B then proves that exact durations exist in B (Brouwer), without enclosing
+the derivative over B, and so without the variational equations.
+
 >>> import numpy as np
 >>> from verify.model.blocks import gaussian_blocks
 >>> from verify.model.network import apply
@@ -34,7 +40,7 @@ exactly onto Y.  Otherwise nothing is claimed.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,7 +55,7 @@ from verify.verdicts import enclosure
 
 DIGITS = (50, 100, 200, 400)  # tried in turn: see certify_network
 RADIUS_FACTOR = 4  # a control's box: 4 |R G(c)|, so K(B) fits when I - R G'(B) contracts by 3/4; G' widens with r
-CENTRE_SHARE = 1e-6  # of the tolerance, for the remainders of the centre's enclosure (verify.verdicts.enclosure.SHARE)
+CENTRE_SHARE = 1e-8  # of the tolerance, for the remainders of the existence proof's enclosure (verify.verdicts.enclosure.SHARE)
 SINGULAR = "the Jacobian of the free steps is singular in float64; choose other free layers or a deeper network"
 
 
@@ -197,50 +203,74 @@ def certify_control(
     radius: float | None = None,
     digits: int = enclosure.DIGITS,
     deadline: float = math.inf,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Try to prove that exact durations near the control's map X exactly onto Y.
 
-    The continuous analogue of :func:`certify_network`: all durations but m = N n d free ones
+    The continuous analogue of :func:`certify_network`, with a first-order Taylor model instead
+    of an enclosure of the derivative: all durations but m = N n d free ones
     (:func:`best_columns` of the float64 derivative with respect to the durations) stay as
-    written, G(s) = flow(X; s, fixed durations) - Y, the centre c is the free durations as
-    written, and B = c + [-r, r]^m.  G(c) is enclosed by the validated flow
-    (:func:`verify.verdicts.enclosure.enclose_flow`, remainders taking CENTRE_SHARE of the
-    tolerance: the box grows with G(c)'s balls), and G'(B) by the same flow with the free
-    durations as balls of radius r, carrying the variational equation; R is the float64
-    inverse of the float64 Jacobian.  If K(B) = c - R G(c) + (I - R G'(B)) (B - c) lies in the
-    interior of B, exactly one s in B has G(s) = 0 (Krawczyk; Moore).  ``radius`` defaults to
-    RADIUS_FACTOR |R G(c)| (upper bound).
-    X and Y may be object arrays of floats and decimal strings (exact in the enclosures).
+    written, G(sigma) = flow(X; free durations + sigma, fixed durations) - Y, and the validated
+    flow (:func:`verify.verdicts.enclosure.enclose_flow`, remainders taking CENTRE_SHARE of the
+    tolerance) with every free duration ranging over [-r, r] encloses
+
+        G(sigma)  in  c - Y + A sigma + E        for every sigma in B = [-r, r]^m,
+
+    A exact floats (the flow's derivative in the free durations, carried step by step), c exact
+    and E balls (the remainders, the rounding and every effect of second order in r).  With R
+    the float64 inverse of A, if K = -R (c - Y + E) + (I - R A) B lies in the interior of B,
+    then sigma -> sigma - R G(sigma) maps B into itself, so it has a fixed point (Brouwer), and
+    since |I - R A| < 1 (row sums) R is invertible: G(sigma) = 0 there.  At least one exact
+    solution lies in B (uniqueness is not claimed: that would need the derivative over B).
+
+    The radius r is RADIUS_FACTOR times the float64 Newton step plus what the remainders' share
+    of the tolerance may add through R (``radius`` when given); where the enclosure's own
+    Newton step |R (c - Y + E)| (``newton_step_upper``) shows that r was too small, it is
+    tried once more with RADIUS_FACTOR times that.  X and Y may be object arrays of floats and
+    decimal strings (exact in the enclosures).
     """
     import flint
 
     m = X.size
-    base = {"certified": False, "method": "Krawczyk operator on the durations, validated flow in Arb balls",
+    base = {"certified": False, "method": "Krawczyk-type test on the durations: first-order Taylor model of the "
+            "validated flow in Arb balls, existence by Brouwer's fixed-point theorem",
             "digits": digits, "steps": len(steps)}
     if len(steps) < m:
         return base | {"reason": f"{len(steps)} durations for {m} equations; the Krawczyk test needs at least m"}
     try:
-        D = flow(blocks, [(b, float(t)) for b, t in steps], np.asarray(X, dtype=float), sensitivities=True).d_durations
-        free = best_columns(D, m)
-        R = np.linalg.inv(D[:, free])
+        guide = flow(blocks, [(b, float(t)) for b, t in steps], np.asarray(X, dtype=float), sensitivities=True)
+        free = best_columns(guide.d_durations, m)
+        R64 = np.linalg.inv(guide.d_durations[:, free])
     except (IntegrationError, np.linalg.LinAlgError) as exc:
         return base | {"reason": f"no float64 Jacobian of the durations to invert: {exc}"}
+    # the float64 Newton step, and the width the remainders may add (their share, amplified at most by |R|)
+    gap = np.asarray(guide.end, dtype=float).ravel() - np.asarray(Y, dtype=float).ravel()
+    guess = RADIUS_FACTOR * (np.max(np.abs(R64 @ gap)) + np.max(np.sum(np.abs(R64), axis=1)) * CENTRE_SHARE *
+                             (tolerance or 1e-10))
+    validated, newton, r = 0, math.nan, float(radius if radius is not None else guess)
     try:
-        centre = enclosure.enclose_flow(blocks, steps, X, digits, tolerance=tolerance, deadline=deadline,
-                                        share=CENTRE_SHARE)
         with precision(digits):
-            Ra = flint.arb_mat(R.tolist())
-            G = centre.end.ravel() - namespace("arb").asarray(Y).ravel()
-            RG = Ra * flint.arb_mat([[g] for g in G])
-            newton = max(float(abs(RG[i, 0]).upper()) for i in range(m))
-            r = RADIUS_FACTOR * newton if radius is None else float(radius)
-            box = enclosure.enclose_flow(blocks, steps, X, digits, tolerance=tolerance, free=free, radius=r,
-                                         deadline=deadline)
-            DG = flint.arb_mat([[box.d_free[j].ravel()[i] for j in range(m)] for i in range(m)])
-            reach, contraction = _krawczyk(Ra, RG, DG, r)
-    except IntegrationError as exc:
-        return base | {"free_steps": free, "reason": str(exc)}
-    ok = reach < r
+            for attempt in range(1 if radius is not None else 2):
+                if attempt:  # the guess was too small for the Newton step the enclosure found
+                    if not RADIUS_FACTOR * newton > r:
+                        break
+                    r = RADIUS_FACTOR * newton
+                if progress:
+                    progress(f"certify: existence, the Taylor model over durations within {r:.2g} of the written ones")
+                enc = enclosure.enclose_flow(blocks, steps, X, digits, tolerance=tolerance, deadline=deadline,
+                                             share=CENTRE_SHARE, free=free, radius=r, progress=progress)
+                validated += enc.steps
+                R = np.linalg.inv(enc.slope)
+                Ra = flint.arb_mat(R.tolist())
+                G = (enc.centre + enc.rest).ravel() - namespace("arb").asarray(Y).ravel()
+                RG = Ra * flint.arb_mat([[g] for g in G])
+                newton = max(float(abs(RG[i, 0]).upper()) for i in range(m))
+                reach, contraction = _krawczyk(Ra, RG, flint.arb_mat(enc.slope.tolist()), r)
+                if reach < r and contraction < 1:
+                    break
+    except (IntegrationError, np.linalg.LinAlgError) as exc:
+        return base | {"free_steps": free, "reason": str(exc), "validated_steps": validated}
+    ok = reach < r and contraction < 1
     return base | {
         "certified": bool(ok),
         "free_steps": free,
@@ -248,6 +278,6 @@ def certify_control(
         "K_reach_over_radius": reach / r,
         "contraction_upper": contraction,
         "newton_step_upper": newton,
-        "validated_steps": box.steps,
+        "validated_steps": validated,
         "reason": "" if ok else "K(B) is not inside the box: the enclosures are too wide for this radius",
     }

@@ -129,7 +129,10 @@ def replay(w: Witness, dps: int | None = None, progress: Callable[[str], None] |
             "integration_error_estimate": estimate} | ({"reason": reason} if reason else {}) | out | img.work
 
 
-CERTIFY_DIGITS = (30, 60, 120, 200)  # Arb precisions tried in turn: plain balls widen with the rounding they wrap
+CERTIFY_DIGITS = (30, 60, 120, 200)  # Arb precisions tried in turn for a flow: each tightens the remainders' share
+# a network's plain balls widen with the rounding they wrap, by 10^0.4 to 10^2.6 a layer (measured at m = 64, 128-384
+# layers), and each layer costs little even at 800 digits: the digits go further
+NETWORK_DIGITS = (30, 60, 120, 200, 400, 800)
 
 
 def certify(w: Witness, digits: int | None = None, deadline: float = math.inf, existence: bool = False,
@@ -138,7 +141,7 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf, e
     witness writes it (:data:`NUMBERS`): CERTIFIED when every ball of image - target lies within
     the tolerance, FAIL when one lies wholly outside, UNDECIDED otherwise or when no enclosure
     could be made before ``deadline`` (``reason``).  The digits escalate through CERTIFY_DIGITS
-    (from ``digits`` when given) while the balls of image - target are undecided and narrowing:
+    (NETWORK_DIGITS for a network; from ``digits`` when given) while the balls of image - target are undecided and narrowing:
     the balls of a network from exact inputs are wide only by the rounding they wrap, those of a
     flow mostly by its Taylor remainders, whose share of the tolerance (SHARE at the first
     digits) tightens with the digits, and decimal targets only by the digits.  A witness whose
@@ -159,7 +162,8 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf, e
                           "reason": f"the float64 flow that guides the validated steps stopped: {exc}"}
     blocks = w.blocks_at()  # float64 for the step rules; each block carries its entries as written
     inputs = np.array(w.inputs, dtype=object)  # floats exactly, decimal strings enclosed by Arb
-    levels = [D for D in CERTIFY_DIGITS if digits is None or D >= digits] or [digits]
+    ladder = CERTIFY_DIGITS if w.depth == "continuous" else NETWORK_DIGITS
+    levels = [D for D in ladder if digits is None or D >= digits] or [digits]
     result, width, enc = None, math.inf, None
     for D in levels:
         if progress:
@@ -184,7 +188,7 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf, e
         if progress:
             progress("certify: the Krawczyk test for exact durations")
         result["existence"] = krawczyk.certify_control(blocks, list(w.steps), inputs, w.targets, tolerance=w.tolerance,
-                                                       digits=D, deadline=deadline)
+                                                       digits=D, deadline=deadline, progress=progress)
     return result | {"passed": result["certified"]}
 
 

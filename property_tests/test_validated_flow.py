@@ -1,0 +1,195 @@
+"""The validated flow's parts held against exact arithmetic: float64 balls, Lohner sets, the
+remainder of one Taylor step, and the first-order Taylor model of the existence proof.
+
+Each property samples points inside the balls (corners and random interior points) and checks
+that the exact value, computed in Arb or mpmath at 60-100 digits from those points, lies in
+what the rigorous code returned.  A bound that is merely small would pass a width test; only
+containment tests that it encloses."""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+
+import flint
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verify.model import float_balls as fb
+from verify.model.attention import basis_directions, jacobian
+from verify.model.backend import namespace, precision
+from verify.model.blocks import gaussian_blocks
+from verify.model.flow import flow
+from verify.model.taylor import along_polynomial, coefficients, evaluate
+from verify.verdicts import enclosure
+from verify.verdicts.lohner import LohnerSet
+
+seeds = st.integers(0, 2**16)
+
+
+def _contains(balls: fb.Balls, exact: np.ndarray) -> bool:
+    """Every exact value (Arb balls, floats or mpmath numbers) inside the float balls."""
+    enc = balls.in_arb()
+    return all(e.contains(flint.arb(x) if not isinstance(x, flint.arb) else x)
+               for e, x in zip(np.ravel(enc), np.ravel(exact), strict=True))
+
+
+def _draw(rng: np.random.Generator, shape: tuple, spread: float) -> fb.Balls:
+    """Balls with midpoints of magnitudes 10^-3..10^3 and radii up to ``spread`` of them."""
+    m = rng.normal(size=shape) * 10.0 ** rng.uniform(-3, 3, size=shape)
+    return fb.Balls(m, np.abs(m) * spread * rng.uniform(0, 1, size=shape))
+
+
+def _points(b: fb.Balls, rng: np.random.Generator) -> list[np.ndarray]:
+    """Exact points of the balls: the lower and upper corners and one random interior point
+    (as object arrays of Arb numbers computed exactly from the floats)."""
+    out = []
+    for t in (-1.0, 1.0, rng.uniform(-1, 1, size=b.shape)):
+        out.append(np.vectorize(lambda m, r, s: flint.arb(m) + flint.arb(r) * flint.arb(s), otypes=[object])(
+            b.m, b.r, np.broadcast_to(t, b.shape)))
+    return out
+
+
+@settings(deadline=None)
+@given(seed=seeds, spread=st.sampled_from([0.0, 1e-12, 1e-3]))
+def test_float_ball_operations_contain_the_exact_results(seed, spread):
+    rng = np.random.default_rng(seed)
+    a, b = _draw(rng, (3, 4), spread), _draw(rng, (3, 4), spread)
+    c = _draw(rng, (4, 2), spread)
+    pos = fb.Balls(np.abs(b.m) + 1.0, np.minimum(b.r, 0.5))  # away from 0, for division
+    e = fb.Balls(rng.uniform(-30, 30, size=(3, 4)), spread * rng.uniform(0, 1, size=(3, 4)))  # exponents
+    xp = fb.namespace()
+    with precision(100):
+        for pa, pb, pc, pp, pe in zip(*(_points(x, rng) for x in (a, b, c, pos, e)), strict=True):
+            assert _contains(a + b, pa + pb) and _contains(a - b, pa - pb) and _contains(a * b, pa * pb)
+            assert _contains(a / pos, pa / pp) and _contains(3 * a / 7, pa * 3 / 7)
+            assert _contains(xp.matmul(a, c), np.matmul(pa, pc))
+            assert _contains(xp.sum(a, axis=-1, keepdims=True), pa.sum(axis=-1, keepdims=True))
+            assert _contains(fb.products(a, b), (pa * pb).sum(axis=0))
+            assert _contains(fb.cauchy(a[:, None, :2], b.reshape(3, 2, 2)),
+                             sum(np.matmul(pa[j, None, :2], pb.reshape(3, 2, 2)[j]) for j in range(3)))
+            assert _contains(xp.exp(e), np.vectorize(lambda z: z.exp(), otypes=[object])(pe))
+
+
+def test_a_ball_around_zero_has_no_finite_reciprocal():
+    r = fb.reciprocal(fb.Balls(np.array([1.0, 1.0]), np.array([0.5, 1.0])))
+    assert np.isfinite(r.r[0]) and not np.isfinite(r.r[1])
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=seeds, causal=st.booleans())
+def test_float_ball_recurrences_contain_the_exact_coefficients(seed, causal):
+    """The Taylor coefficients (with tangents) and the field along the Taylor polynomial, in
+    float64 balls over a box, contain the 60-digit values at points of the box."""
+    rng = np.random.default_rng(seed)
+    block = dataclasses.replace(gaussian_blocks(seed, 2)[0], causal=causal)
+    X = rng.normal(size=(2, 3, 2))
+    box = fb.Balls(X, np.full(X.shape, 1e-9))
+    xp = fb.namespace()
+    Xk, dXk = coefficients(block, box, 8, U=basis_directions(xp, 3, 2))
+    s = along_polynomial(block, box, 6, 12)
+    with precision(60):
+        for point in _points(box, rng):
+            ex, dex = coefficients(block, point, 8, U=basis_directions(namespace("arb"), 3, 2))
+            assert all(_contains(b, e) for b, e in zip(Xk, ex, strict=True))
+            assert all(_contains(b, e) for b, e in zip(dXk, dex, strict=True))
+            se = along_polynomial(block, point, 6, 12)
+            assert all(_contains(s["F"][k], se["F"][k]) for k in range(12))
+            assert _contains(jacobian(block, box), jacobian(block, point))
+
+
+@settings(deadline=None)
+@given(seed=seeds, m=st.integers(0, 3))
+def test_lohner_images_contain_the_images_of_points(seed, m):
+    """c + A sigma + B r under y = z + J (x - c), with the exact z and J of an affine map, for
+    sampled x and sigma; then a translation and a new slope column."""
+    rng = np.random.default_rng(seed)
+    N, nd, rho = 2, 3, 1e-3
+    with precision(60):
+        X = np.vectorize(lambda v: flint.arb(v, 1e-6), otypes=[object])(rng.normal(size=(N, nd)))
+        held = LohnerSet.around(X, m, rho)
+        maps = [rng.normal(size=(N, nd, nd)) for _ in range(6)]
+        shifts = [rng.normal(size=(N, nd)) for _ in range(6)]
+        for J, t in zip(maps, shifts, strict=True):
+            Ja = np.vectorize(flint.arb, otypes=[object])(J)
+            z = np.matmul(Ja, held.centre[..., None])[..., 0] + np.vectorize(flint.arb, otypes=[object])(t)
+            held = held.image(z, Ja)
+        if m:
+            held = held.plus_slope(0, np.vectorize(lambda v: flint.arb(v, 1e-9), otypes=[object])(rng.normal(size=(N, nd))))
+        box = held.box()
+        for _ in range(4):
+            x = np.vectorize(lambda v: flint.arb(v.mid()) + flint.arb(v.rad()) * flint.arb(rng.uniform(-1, 1)),
+                             otypes=[object])(X)
+            for J, t in zip(maps, shifts, strict=True):
+                x = np.matmul(np.vectorize(flint.arb, otypes=[object])(J), x[..., None])[..., 0] + t
+            assert all(b.contains(v) for b, v in zip(box.ravel(), x.ravel(), strict=True))
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=seeds, causal=st.booleans(), scale=st.sampled_from([1.0, 3.0]))
+def test_one_validated_step_contains_the_exact_step(seed, causal, scale):
+    """The remainder of one Taylor step from a point: x(h) - T_x(h) within [-r, r], x(h) by
+    a 60-digit flow; h as long as the remainder's bound allows for eps = 1e-12."""
+    rng = np.random.default_rng(seed)
+    block = dataclasses.replace(gaussian_blocks(seed, 2)[0], causal=causal)
+    X = scale * rng.normal(size=(2, 3, 2))
+    p = enclosure.ORDER
+    sc = along_polynomial(block, fb.Balls(X), p, 2 * p + 1)
+    sb = along_polynomial(block, fb.Balls(X), p, 2 * p + 1, U=basis_directions(fb.namespace(), 3, 2))
+    h = Fraction(0.5)
+    for _ in range(60):
+        r, h = enclosure._remainder(block, sc, sb, np.zeros((2, 6)), h, 1, 1e-12)
+        if r is not None:
+            break
+    assert r is not None and float(h) > 1e-4
+    exact = flow([block], [(0, float(h))], X, dps=60).end
+    with precision(60):
+        T = evaluate(coefficients(block, namespace("arb").asarray(X), enclosure.ORDER)[0], flint.arb(float(h)))
+        for s in range(2):
+            ball = T[s] + flint.arb(0, float(r[s]))
+            assert all(b.contains(flint.arb(str(v))) for b, v in zip(ball.ravel(), exact[s].ravel(), strict=True))
+
+
+@pytest.mark.slow
+@settings(max_examples=3, deadline=None)
+@given(seed=seeds, shape=st.sampled_from([(3, 3, 2), (1, 9, 2), (2, 3, 3)]), causal=st.booleans())
+def test_the_enclosure_contains_the_exact_image_at_m_18(seed, shape, causal):
+    """N n d = 18: every ball of the validated flow contains the 50-digit image (eight steps of
+    durations up to 0.5, a tolerance's share of remainders)."""
+    rng = np.random.default_rng(seed)
+    blocks = tuple(dataclasses.replace(b, causal=causal) for b in gaussian_blocks(seed, shape[2]))
+    X = rng.normal(size=shape)
+    steps = [(k % 2, float(rng.uniform(-0.5, 0.5))) for k in range(8)]
+    ball, exact = enclosure.enclose_flow(blocks, steps, X, tolerance=1e-10), flow(blocks, steps, X, dps=50).end
+    with precision(50):
+        assert all(b.contains(flint.arb(str(y))) for b, y in zip(ball.end.ravel(), exact.ravel(), strict=True))
+    assert ball.width < 1e-10
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=seeds, causal=st.booleans())
+def test_the_taylor_model_contains_the_images_of_nearby_durations(seed, causal):
+    """With free durations in [-rho, rho]: the 50-digit image at durations tau + sigma lies in
+    centre + slope sigma + rest, for sigma at corners and inside the cube."""
+    rng = np.random.default_rng(seed)
+    blocks = tuple(dataclasses.replace(b, causal=causal) for b in gaussian_blocks(seed, 2))
+    X = rng.normal(size=(1, 2, 2))
+    steps = [(k % 2, float(rng.uniform(-0.6, 0.6))) for k in range(6)]
+    free, rho = [0, 2, 3, 5], 1e-4
+    enc = enclosure.enclose_flow(blocks, steps, X, free=free, radius=rho)
+    for _ in range(5):
+        sigma = rho * rng.choice([-1.0, 1.0, rng.uniform(-1, 1)], size=len(free))
+        moved = [(b, repr(t)) for b, t in steps]
+        import mpmath
+
+        with mpmath.workdps(60):
+            for j, i in enumerate(free):
+                moved[i] = (steps[i][0], mpmath.nstr(mpmath.mpf(steps[i][1]) + mpmath.mpf(float(sigma[j])), 55))
+        exact = flow(blocks, moved, X, dps=50).end.ravel()
+        with precision(50):
+            model = enc.centre.ravel() + np.matmul(enc.slope, np.vectorize(flint.arb, otypes=[object])(sigma)) + \
+                enc.rest.ravel()
+            assert all(b.contains(flint.arb(str(y))) for b, y in zip(model, exact, strict=True))
+    assert enc.slope.shape == (X.size, len(free))
