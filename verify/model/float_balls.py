@@ -17,8 +17,8 @@ With u = 2^-53 and eta = 2^-1074 (the smallest subnormal):
 Midpoints keep float64's sixteen digits, so a ball is never narrower than about 1e-16 of its
 midpoint.  That is what the validated flow can afford where the balls only bound a remainder
 or enclose a derivative that multiplies a small deviation (:mod:`verify.verdicts.enclosure`),
-at the speed of vectorised float64: the Taylor recurrences with n d tangents cost about a
-tenth of what Arb's object arrays cost at N n d = 18 (docs/verdicts.md, issue 51).
+at the speed of vectorised float64: one validated step's series with n d tangents (order 28,
+N n d = 18) take 0.022 s against Arb object arrays' 0.13 s (docs/verdicts.md, issue 51).
 
 exp is delegated to Arb element by element: it is the only transcendental function the
 attention field needs, and NumPy's carries no error bound.  Overflow gives infinite radii and

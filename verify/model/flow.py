@@ -76,13 +76,16 @@ OVERFLOW = validate.MAX_MAGNITUDE
 class FlowResult:
     """End point (same namespace and shape as the input), the integration error estimate
     (max-norm, float), the number of Taylor steps, and, when asked for, ``d_durations``
-    (shape (N n d, K)) and ``d_initial`` (per-sequence Jacobians, shape (N, n d, n d))."""
+    (shape (N n d, K)) and ``d_initial`` (per-sequence Jacobians, shape (N, n d, n d)).  With
+    ``propagate``, ``amplification``: the largest ||J_K ... J_(k+1)||_inf over the Taylor steps
+    k, how much an error made inside the flow can grow by its end (1 otherwise)."""
 
     end: Any
     error_estimate: float
     taylor_steps: int
     d_durations: Any = None
     d_initial: Any = None
+    amplification: float = 1.0
 
 
 def taylor_order(tol: float) -> int:
@@ -214,14 +217,15 @@ def flow(
     return _flow(blocks, control, X, tol or DEFAULT_TOL, UNIT, sensitivities, propagate, max_steps, deadline, progress)
 
 
-def _propagated(local: list[float], jacobians: list[Any]) -> float:
+def _propagated(local: list[float], jacobians: list[Any]) -> tuple[float, float]:
     """sum_k ||J_K ... J_{k+1}||_inf local_k: each Taylor step's local error (max-norm) carried to
-    the end by the (per-sequence) Jacobian of the steps after it."""
-    total, G = 0.0, None
+    the end by the (per-sequence) Jacobian of the steps after it; and the largest of those norms."""
+    total, largest, G = 0.0, 1.0, None
     for e, J in zip(reversed(local), reversed(jacobians), strict=True):
-        total += e * (1.0 if G is None else float(np.max(np.sum(np.abs(G), axis=-1))))
+        norm = 1.0 if G is None else float(np.max(np.sum(np.abs(G), axis=-1)))
+        total, largest = total + e * norm, max(largest, norm)
         G = J if G is None else np.matmul(G, J)
-    return total
+    return total, largest
 
 
 def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, deadline, progress=None) -> FlowResult:
@@ -283,13 +287,13 @@ def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, de
         if sensitivities:
             step_jacobians.append(columns_to_jacobians(xp, T))
             end_fields.append(field(blocks[b], X))
-    estimate = _propagated(local, taylor_jacobians) if propagate else sum(local)
+    estimate, amplification = _propagated(local, taylor_jacobians) if propagate else (sum(local), 1.0)
     if propagate and estimate > math.sqrt(unit) * max(1.0, _maxabs(xp, X), scale0):
         estimate = math.inf  # half the digits lost: the linearised propagation no longer describes the error
     if not sensitivities:
-        return FlowResult(X, estimate, count)
+        return FlowResult(X, estimate, count, amplification=amplification)
     d_dur, G = backward_products(xp, step_jacobians, end_fields, n * d, X)
-    return FlowResult(X, estimate, count, d_dur, G)
+    return FlowResult(X, estimate, count, d_dur, G, amplification)
 
 
 def refuse(scale: float, taken: int, steps_needed: float, max_steps: int, deadline: float, where: str) -> None:

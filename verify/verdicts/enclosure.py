@@ -22,7 +22,8 @@ the set, |x - c| <= s componentwise, and p = ORDER:
    so the real part of every softmax denominator is at least sum_j E_ij Re e^(delta_ij) with
    Re e^delta >= e^(-Delta) cos Delta (Delta < pi/2) or >= -e^Delta, the weights are at most
    E_ij e^(Delta_ij) / that where it is positive, and M = max over the disc of |F(T_x(t))| is at
-   most sum_j |P_ij| sum_k |V X_k,j| rho^k, componentwise.  So for |t| <= h < rho,
+   most |V a| + sum_j |P_ij| sum_k |V (X_k,j - a)| rho^k, componentwise (a: each sequence's
+   anchor, its mean token; the weights sum to 1).  So for |t| <= h < rho,
 
        |D(t)| <= g |t|^p,   g = sum_(k=p..q) |F_k| h^(k-p) + M h^(q+1-p) / (rho^(q+1) (1 - h/rho)).
 
@@ -244,12 +245,15 @@ def _damping(delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.nextafter(low, -np.inf), np.nextafter(high, np.inf)  # float() of Arb's ends rounds to nearest
 
 
-def _field_on_disc(E0: Balls, moves: np.ndarray, values: list, on: np.ndarray, rho: float) -> np.ndarray | None:
+def _field_on_disc(E0: Balls, moves: np.ndarray, values: list, va: Balls, on: np.ndarray,
+                   rho: float) -> np.ndarray | None:
     """Upper bounds M (N, n, d) of |F(T_x(t))| for complex |t| <= rho (module docstring, step 2),
-    or None where a softmax denominator may vanish there; ``values``: upper bounds of |V X_k|,
-    k = 0..p.  Every logit moves by at most Delta from t = 0; a weight that stays far from the
-    others may move much more than pi/2 and only costs the denominator E_ij e^Delta: the
-    largest useful disc is not limited by the logits of tokens that are hardly attended to."""
+    or None where a softmax denominator may vanish there; ``values``: upper bounds of
+    |V (X_k - a)| (a: the series' anchor, so only k = 0 differs from |V X_k|), k = 0..p, ``va``:
+    V a (F = V a + sum_j P_ij V (x_j - a), :func:`verify.model.taylor._recur`).  Every logit
+    moves by at most Delta from t = 0; a weight that stays far from the others may move much
+    more than pi/2 and only costs the denominator E_ij e^Delta: the largest useful disc is not
+    limited by the logits of tokens that are hardly attended to."""
     n, p = E0.shape[-1], len(values) - 1
     delta = np.where(on, up(np.tensordot(_powers(rho, len(moves)), moves, axes=1), 2 * len(moves) + 2), 0.0)
     damp, grow = _damping(delta)
@@ -261,7 +265,7 @@ def _field_on_disc(E0: Balls, moves: np.ndarray, values: list, on: np.ndarray, r
         return None
     weights = up(_hi(E0) * grow / low, 3)  # |P_ij| on the disc
     on_disc = up(np.tensordot(np.concatenate([[1.0], _powers(rho, p)]), np.stack(values), axes=1), 3 * p + 4)
-    return up(np.matmul(weights, on_disc), n + 2)
+    return up(np.matmul(weights, on_disc) + _hi(va), n + 3)
 
 
 def _remainder(block: Block, sc: Any, sb: Any, spread: np.ndarray, h: Fraction, sign: int,
@@ -287,7 +291,7 @@ def _remainder(block: Block, sc: Any, sb: Any, spread: np.ndarray, h: Fraction, 
     near = up(np.tensordot(np.concatenate([[1.0], _powers(H, q - p)]), F, axes=1), 3 * (q - p) + 4).reshape(N, -1)
     g, rho = None, _disc(moves, on)
     for _ in range(DISCS):
-        M = _field_on_disc(sb["E"][0], moves, values, on, rho) if rho > H / MAX_RATIO else None
+        M = _field_on_disc(sb["E"][0], moves, values, sc.va, on, rho) if rho > H / MAX_RATIO else None
         if M is not None:
             rho_low = _down(np.cumprod(np.full(q + 1, rho))[-1], q + 1)
             tail = up(_powers(H, q + 1 - p)[-1] / _down(rho_low * _down(1.0 - up(np.array(H / rho), 1), 1), 1), 2)
