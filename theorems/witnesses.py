@@ -38,8 +38,8 @@ from verify.verdicts.krawczyk import certify_control
 
 BELOW_ONE = float(np.nextafter(1.0, 0.0))  # strict "< 1" as a "<=" bound
 HP_DIGITS = 40
-CERTIFY_SECONDS = 120.0  # per witness (the standard profile's take about 5 s, m = 18 controls 20-120 s); beyond it: uncertified
-EXISTENCE_SECONDS = 300.0  # per control (the standard profile's take about 5 s, m = 18 controls 30-150 s); beyond it: fails
+CERTIFY_SECONDS = 120.0  # per witness (standard profile about 6 s; m = 18 controls 24-353 s, docs/verdicts.md); then: uncertified
+EXISTENCE_SECONDS = 300.0  # per control (standard profile about 7 s; m = 18 controls 33-40 s where proved); beyond: fails
 
 
 RANK_ORIGIN = ("rank >= bound: an Arb enclosure of a bound x bound minor of the bracket matrix with ||I - R A||_F < 1; "
@@ -96,8 +96,8 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
                    existence: bool = False) -> tuple[list[Check], object]:
     """Solve, replay (in float64, or at the digits the solver needed for an unstable network),
     write the witness and replay it at 40 digits; with ``existence`` (the standard and paper
-    profiles: 80-150 s a control at m = 8, up to 200 s at m = 4 on some quick-profile seeds),
-    a certified control also gets :func:`existence_check`."""
+    profiles: about 7 s a control at m = 8, docs/verdicts.md 2026-12-06), a certified control
+    also gets :func:`existence_check`."""
     sol = solve(blocks, X, Y, settings, progress)
     unit = dynamics(depth).unit
     info = {"depth": sol.depth, "unit": unit, "total_duration": sol.total_duration, "starts": sol.moves,

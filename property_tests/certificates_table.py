@@ -1,0 +1,110 @@
+"""The certificates' reach table of issue 51 (docs/verdicts.md, 2026-12-06), re-runnable.
+
+``python -m property_tests.certificates_table DIR [NAME ...]`` writes the witnesses to DIR
+(never over an existing file) and prints one JSON row per witness: the float64 flow's Taylor
+steps, the certified replay (verdict, seconds, validated steps, width) and the existence proof
+(seconds, radius, K reach / r, contraction).  The seeds were stated before the runs: 5101-5104
+continuous m = 18, 5111-5113 continuous m = 32, 5121-5124 finite, and the standard T1
+witness (seed 0).  Targets are independent draws; where ``verify interpolate`` finds no
+control for them, the image under a hidden random control (:func:`theorems.instances.hidden_control_targets`);
+where it finds none for those either, the hidden control itself is the witness (``verify
+interpolate`` with one BLAS thread, as the README asks: run it with OPENBLAS_NUM_THREADS=1).  Certificates
+get CERTIFY_SECONDS and existence proofs EXISTENCE_SECONDS each.  ``make certificates`` runs it
+(about an hour on one core); the "before" column of the table is the same script run in a
+checkout of the commit before issue 51 (7b3249c).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from theorems.instances import collection, hidden_control_targets, rng
+from theorems.two_block import PROFILES
+from theorems.witnesses import solver_settings
+from verify.io import witness
+from verify.io.witness import parse
+from verify.model.blocks import gaussian_blocks
+from verify.search.solver import solve
+from verify.verdicts import krawczyk, replay
+
+CASES = {"c18a": (5101, (3, 3, 2), "continuous"), "c18b": (5102, (2, 3, 3), "continuous"),
+         "c18c": (5103, (1, 9, 2), "continuous"), "c18d": (5104, (3, 2, 3), "continuous"),
+         "c32a": (5111, (4, 4, 2), "continuous"), "c32b": (5112, (2, 4, 4), "continuous"),
+         "c32c": (5113, (2, 8, 2), "continuous"),
+         "f18": (5121, (3, 3, 2), "finite"), "f32": (5122, (4, 4, 2), "finite"),
+         "f64a": (5123, (4, 4, 4), "finite"), "f64b": (5124, (8, 4, 2), "finite")}
+SEARCH_SECONDS = {18: 150.0, 32: 240.0, 64: 240.0}
+CERTIFY_SECONDS, EXISTENCE_SECONDS = 600.0, 200.0
+TOLERANCE = 1e-10
+
+
+def make(name: str, out: Path) -> str:
+    """Write the witness ``name`` to ``out`` and say where its targets came from."""
+    if name == "t1":  # the standard profile's T1 witness, as theorems/two_block.py builds it
+        p = PROFILES["standard"]
+        blocks, X = gaussian_blocks(0, 2), collection(0, p["shape"], "inputs")
+        Y = hidden_control_targets(blocks, X, 0, "continuous", steps=2 * X.size)
+        sol = solve(blocks, X, Y, solver_settings("continuous", 0, p))
+        out.open("x").write(witness.dumps(witness.make(blocks, X, Y, "continuous", sol.steps, TOLERANCE,
+                                                       precision=witness.precision_label(sol.dps))))
+        return "standard T1, seed 0"
+    seed, shape, depth = CASES[name]
+    blocks, X = gaussian_blocks(seed, shape[2]), collection(seed, shape, "issue51 inputs")
+    for kind, Y in (("independent", collection(seed, shape, "issue51 targets")),
+                    ("hidden-control targets", hidden_control_targets(blocks, X, seed, depth, steps=2 * X.size))):
+        np.save(out.with_suffix(".X.npy"), X)
+        np.save(out.with_suffix(".Y.npy"), Y)
+        found = subprocess.run([sys.executable, "-m", "verify", "interpolate", "--inputs", str(out.with_suffix(".X.npy")),
+                                "--targets", str(out.with_suffix(".Y.npy")), "--seed", str(seed), "--depth", depth,
+                                "--time-budget", str(SEARCH_SECONDS[X.size]), "--out", str(out), "--quiet"],
+                               capture_output=True, text=True)
+        if found.returncode == 0:
+            return kind
+    h = rng(seed, "hidden control", depth).uniform(-0.5, 0.5, size=2 * X.size)
+    out.open("x").write(witness.dumps(witness.make(blocks, X, Y, depth, [(j % 2, float(t)) for j, t in enumerate(h)],
+                                                   TOLERANCE)))
+    return "the hidden control itself"
+
+
+def row(path: Path) -> dict:
+    """The table's row for one witness file."""
+    w = parse(path.read_text())
+    out = {"name": path.stem, "shape": list(w.inputs.shape), "m": int(w.inputs.size), "steps": len(w.steps)}
+    if w.depth == "continuous":
+        work = replay.image(w).work
+        out |= {"float64_taylor_steps": work["taylor_steps"], "amplification": work["amplification"]}
+    t = time.perf_counter()
+    r = replay.certify(w, deadline=t + CERTIFY_SECONDS)
+    out |= {"verdict": r["verdict"], "certify_s": round(time.perf_counter() - t, 1), "precision": r.get("precision"),
+            "validated_steps": r.get("validated_steps"), "width": r.get("gap_width"), "reason": r.get("reason", "")}
+    if r["verdict"] != "CERTIFIED":
+        return out
+    t = time.perf_counter()
+    if w.depth == "continuous":
+        e = krawczyk.certify_control(w.blocks_at(), list(w.steps), np.array(w.inputs, dtype=object), w.targets,
+                                     tolerance=w.tolerance, deadline=t + EXISTENCE_SECONDS)
+    else:
+        e = krawczyk.certify_network(w.blocks_at(), [(b, float(h)) for b, h in w.steps],
+                                     np.asarray(w.inputs, float), np.asarray(w.targets, float))
+    return out | {"existence": e["certified"], "existence_s": round(time.perf_counter() - t, 1),
+                  "radius": e.get("radius"), "K_reach_over_radius": e.get("K_reach_over_radius"),
+                  "contraction_upper": e.get("contraction_upper"), "existence_reason": e.get("reason", "")}
+
+
+def main(argv: list[str]) -> None:
+    out = Path(argv[0])
+    out.mkdir(parents=True, exist_ok=True)
+    for name in argv[1:] or ["t1", *CASES]:
+        path = out / f"{name}.json"
+        kind = make(name, path) if not path.exists() else "as found in DIR"
+        print(json.dumps(row(path) | {"targets": kind}), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
