@@ -366,8 +366,8 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
     Each step's remainder may add 10^(10 - digits) max(1, |x|) or, with ``tolerance`` (the
     width the enclosure is for), the larger share tolerance h / (total duration): the
     remainders together take ``share`` of the tolerance before the flow amplifies them (the
-    Lohner set carries them with the flow's Jacobians); the remainder falls like h^15, so a
-    thousandfold smaller share costs 1.6x more steps.
+    Lohner set carries them with the flow's Jacobians); the remainder falls like h^19, so a
+    thousandfold smaller share costs 1.44x more steps.
 
     With ``free`` step indices and a ``radius`` rho, every free duration may lie anywhere
     within rho of the one written: the balls enclose the image for every such choice, and
