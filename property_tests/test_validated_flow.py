@@ -23,7 +23,7 @@ from verify.model.backend import namespace, precision
 from verify.model.blocks import gaussian_blocks
 from verify.model.flow import flow
 from verify.model.taylor import along_polynomial, coefficients, evaluate
-from verify.verdicts import enclosure
+from verify.verdicts import enclosure, remainder
 from verify.verdicts.lohner import LohnerSet
 
 seeds = st.integers(0, 2**16)
@@ -135,18 +135,18 @@ def test_one_validated_step_contains_the_exact_step(seed, causal, scale):
     rng = np.random.default_rng(seed)
     block = dataclasses.replace(gaussian_blocks(seed, 2)[0], causal=causal)
     X = scale * rng.normal(size=(2, 3, 2))
-    p = enclosure.ORDER
+    p = remainder.ORDER
     sc = along_polynomial(block, fb.Balls(X), p, 2 * p + 1)
     sb = along_polynomial(block, fb.Balls(X), p, 2 * p + 1, U=basis_directions(fb.namespace(), 3, 2))
     h = Fraction(0.5)
     for _ in range(60):
-        r, h = enclosure._remainder(block, sc, sb, np.zeros((2, 6)), h, 1, 1e-12)
+        r, h = remainder.step_remainder(block, sc, sb, np.zeros((2, 6)), h, 1, 1e-12)
         if r is not None:
             break
     assert r is not None and float(h) > 1e-4
     exact = flow([block], [(0, float(h))], X, dps=60).end
     with precision(60):
-        T = evaluate(coefficients(block, namespace("arb").asarray(X), enclosure.ORDER)[0], flint.arb(float(h)))
+        T = evaluate(coefficients(block, namespace("arb").asarray(X), remainder.ORDER)[0], flint.arb(float(h)))
         for s in range(2):
             ball = T[s] + flint.arb(0, float(r[s]))
             assert all(b.contains(flint.arb(str(v))) for b, v in zip(ball.ravel(), exact[s].ravel(), strict=True))
