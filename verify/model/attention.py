@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from verify.model.backend import is_mp, namespace_of
+from verify.model.backend import is_mp, midpoints, namespace_of
 from verify.model.blocks import Block
 
 
@@ -81,12 +81,7 @@ def softmax_weights(block: Block, X: Any) -> Any:
 def dominant(W: Any, causal: bool = False) -> np.ndarray:
     """The Boolean mask (..., n, n) of each row's largest entry of W (weights or logits; by
     midpoint for balls; among j <= i when ``causal``)."""
-    if hasattr(W, "m"):
-        mids = W.m
-    elif isinstance(W, np.ndarray) and W.dtype == object:
-        mids = np.vectorize(lambda z: float(z.mid()), otypes=[float])(W)
-    else:
-        mids = np.asarray(W, dtype=float)
+    mids = midpoints(W)
     n = mids.shape[-1]
     if causal:
         mids = np.where(np.tril(np.ones((n, n), bool)), mids, -np.inf)

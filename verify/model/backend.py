@@ -119,11 +119,20 @@ def _arb_finite(x: Any) -> bool:
     return bool(x.is_finite())
 
 
+def midpoints(x: Any) -> np.ndarray:
+    """The midpoints of float64 balls, of an object array of Arb balls (rounded to nearest: floats,
+    not enclosures) or of plain numbers, as a float64 array."""
+    if hasattr(x, "m"):
+        return x.m
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        return np.vectorize(lambda a: float(a.mid()), otypes=[float])(x) if x.size else np.zeros(x.shape)
+    return np.asarray(x, dtype=float)
+
+
 def _arb_max(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Largest midpoint, as an exact ball.  Used only as a shift (softmax is exactly invariant
     under any shift of a row), so no enclosure depends on it being the true maximum."""
-    mids = np.vectorize(lambda a: float(a.mid()), otypes=[float])(x)
-    return np.vectorize(_to_arb, otypes=[object])(np.max(mids, axis=axis, keepdims=keepdims))
+    return np.vectorize(_to_arb, otypes=[object])(np.max(midpoints(x), axis=axis, keepdims=keepdims))
 
 
 def _hp_namespace(kind: str) -> types.SimpleNamespace:

@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from verify.model.backend import midpoints
+
 U = 2.0**-53  # unit roundoff of round-to-nearest float64
 ETA = float(np.nextafter(0.0, 1.0))  # 2^-1074: the absolute error of an operation that underflows
 
@@ -138,7 +140,7 @@ def from_arb(a: Any) -> Balls:
     import flint
 
     arr = np.asarray(a, dtype=object)
-    m = np.vectorize(lambda z: float(z.mid()), otypes=[float])(arr) if arr.size else np.zeros(arr.shape)
+    m = midpoints(arr)
     r = np.vectorize(lambda z, c: float(abs(z - flint.arb(c)).upper()), otypes=[float])(arr, m) if arr.size else m
     return Balls(m, np.nextafter(r, np.inf))  # float() of Arb's upper end rounds to nearest: one float up
 

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from verify.model.attention import beta_in, block_arrays, dominant, on_dominant, shifted_exp
-from verify.model.backend import namespace, namespace_of
+from verify.model.backend import midpoints, namespace, namespace_of
 from verify.model.blocks import Block
 
 
@@ -183,8 +183,7 @@ def centred(xp: Any, L: Any, P0: Any, top: np.ndarray | None = None) -> Any:
 
 def _anchor(X: Any) -> np.ndarray:
     """Each sequence's mean token, by midpoints, as exact floats (shape (..., 1, d))."""
-    mids = X.m if hasattr(X, "m") else np.vectorize(lambda z: float(z.mid()), otypes=[float])(X)
-    return np.mean(mids, axis=-2, keepdims=True)
+    return np.mean(midpoints(X), axis=-2, keepdims=True)
 
 
 def _recur(s: _Series, block: Block, start: int, stop: int, tan: bool, frozen: int | None = None) -> None:

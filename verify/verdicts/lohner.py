@@ -50,10 +50,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-
-def mid(a: np.ndarray) -> np.ndarray:
-    """The balls' midpoints as floats (rounded to nearest: a float, not an enclosure)."""
-    return np.vectorize(lambda z: float(z.mid()), otypes=[float])(a)
+from verify.model.backend import midpoints as mid  # floats, rounded to nearest: not enclosures
 
 
 def exact(a: np.ndarray) -> np.ndarray:
