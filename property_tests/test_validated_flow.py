@@ -14,7 +14,7 @@ from fractions import Fraction
 import flint
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from verify.model import float_balls as fb
@@ -127,14 +127,16 @@ def test_lohner_images_contain_the_images_of_points(seed, m):
             assert all(b.contains(v) for b, v in zip(box.ravel(), x.ravel(), strict=True))
 
 
-@settings(max_examples=6, deadline=None)
-@given(seed=seeds, causal=st.booleans(), scale=st.sampled_from([1.0, 3.0]))
-def test_one_validated_step_contains_the_exact_step(seed, causal, scale):
+@settings(max_examples=8, deadline=None)
+@given(seed=seeds, causal=st.booleans(), scale=st.sampled_from([1.0, 3.0]), offset=st.sampled_from([0.0, 30.0]))
+def test_one_validated_step_contains_the_exact_step(seed, causal, scale, offset):
     """The remainder of one Taylor step from a point: x(h) - T_x(h) within [-r, r], x(h) by
-    a 60-digit flow; h as long as the remainder's bound allows for eps = 1e-12."""
+    a 60-digit flow; h as long as the remainder's bound allows for eps = 1e-12.  ``offset``
+    moves every token of a sequence by the same vector of that length: tokens far from the
+    origin and near each other, where keys and values are taken from the anchor."""
     rng = np.random.default_rng(seed)
     block = dataclasses.replace(gaussian_blocks(seed, 2)[0], causal=causal)
-    X = scale * rng.normal(size=(2, 3, 2))
+    X = scale * rng.normal(size=(2, 3, 2)) + offset * rng.normal(size=(2, 1, 2)) / np.sqrt(2)
     p = remainder.ORDER
     sc = along_polynomial(block, fb.Balls(X), p, 2 * p + 1)
     sb = along_polynomial(block, fb.Balls(X), p, 2 * p + 1, U=basis_directions(fb.namespace(), 3, 2))
@@ -193,3 +195,34 @@ def test_the_taylor_model_contains_the_images_of_nearby_durations(seed, causal):
                 enc.rest.ravel()
             assert all(b.contains(flint.arb(str(y))) for b, y in zip(model, exact, strict=True))
     assert enc.slope.shape == (X.size, len(free))
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=seeds, causal=st.booleans(), offset=st.sampled_from([0.0, 30.0]))
+def test_the_field_bound_on_the_disc_holds_at_complex_times(seed, causal, offset):
+    """M of the Cauchy estimate bounds |F(T(t))| on the whole complex circle |t| = rho, T the
+    Taylor polynomial: F evaluated at 64 complex times in complex float64 (softmax of complex
+    logits).  The step's containment test leaves this unchecked: the remainder's other factors
+    have slack enough to hide a missing term (dropping |V a|, the anchor's share of F, passed it
+    at offset 30, where tokens lie far from the origin)."""
+    rng = np.random.default_rng(seed)
+    block = dataclasses.replace(gaussian_blocks(seed, 2)[0], causal=causal)
+    X = rng.normal(size=(2, 3, 2)) + offset * rng.normal(size=(2, 1, 2)) / np.sqrt(2)
+    p, q = remainder.ORDER, remainder.ORDER + remainder.DEFECT_ORDERS
+    sc = along_polynomial(block, fb.Balls(X), p, q + 1)
+    sb = along_polynomial(block, fb.Balls(X), p, q + 1, U=basis_directions(fb.namespace(), 3, 2), top=sc.dominant)
+    spread = np.zeros((2, 6))
+    on = np.broadcast_to(np.tril(np.ones((3, 3), bool)) if causal else np.ones((3, 3), bool), (2, 3, 3))
+    moves = remainder._logit_moves(block, sc, sb, spread, p)
+    values = [remainder._centred(sc["VX"][k], sb["dVX"][k], spread) for k in range(p + 1)]
+    rho = remainder._disc(moves, on, remainder._hi(sb["E"][0]))
+    M = remainder._field_on_disc(sb["E"][0], moves, values, sc.va, on, rho)
+    assume(M is not None)
+    coeffs = np.array([sc["X"][k].m for k in range(p + 1)])
+    for t in rho * np.exp(2j * np.pi * np.arange(64) / 64):
+        T = np.tensordot(t ** np.arange(p + 1), coeffs, axes=1)
+        L = block.beta * (T @ block.Q.T) @ np.swapaxes(T @ block.K.T, -1, -2)
+        L = np.where(on, L - np.max(L.real, axis=-1, keepdims=True), -np.inf)
+        E = np.where(on, np.exp(L), 0)
+        F = (E / np.sum(E, axis=-1, keepdims=True)) @ (T @ block.V.T)
+        assert np.all(np.abs(F) <= M * (1 + 1e-9)), (t, np.max(np.abs(F) / M))
