@@ -3,6 +3,7 @@ held against an independent solution: Newton's method on the free durations at 5
 
 from __future__ import annotations
 
+import mpmath
 import numpy as np
 import pytest
 
@@ -22,8 +23,6 @@ def _problem(seed: int, causal: bool = False):
 
 def _newton(blocks, X, Y, free, digits=50):
     """The exact free durations by Newton's method at ``digits`` digits (float64 solves, mp residuals)."""
-    import mpmath
-
     steps = [(b, repr(t)) for b, t in STEPS]  # decimal strings: exact at any precision
     for _ in range(6):
         res = flow(blocks, steps, X, dps=digits, sensitivities=True)
@@ -43,8 +42,20 @@ def test_the_exact_durations_lie_in_the_certified_box(seed, causal):
     assert cert["certified"], cert["reason"]
     exact, residual = _newton(blocks, X, Y, cert["free_steps"])
     assert residual < 1e-35
-    offsets = [abs(float(exact[i][1]) - STEPS[i][1]) for i in cert["free_steps"]]
-    assert max(offsets) <= cert["radius"]
+    # within the radius of the refined centre, and so within the distance of the written durations
+    with mpmath.workdps(60):
+        pairs = zip(cert["free_steps"], cert["centre"], strict=True)
+        offsets = [abs(mpmath.mpf(exact[i][1]) - mpmath.mpf(str(c))) for i, c in pairs]
+        assert max(offsets) <= cert["radius"]
+        written = [abs(mpmath.mpf(exact[i][1]) - mpmath.mpf(STEPS[i][1])) for i in cert["free_steps"]]
+        assert max(written) <= cert["distance"]
+        # the refined centre meets the float targets taken exactly: read through their repr, it missed them by 1e-17
+        centre = list(STEPS)
+        for i, c in zip(cert["free_steps"], cert["centre"], strict=True):
+            centre[i] = (centre[i][0], c)
+        end = flow(blocks, centre, X, dps=60).end.ravel()
+        miss = max(abs(e - mpmath.mpf(float(y))) for e, y in zip(end, Y.ravel(), strict=True))
+        assert miss < cert["radius"] / 1e4  # the refinement stops at a hundredth of what the remainders leave
     assert cert["contraction_upper"] < 1
 
 

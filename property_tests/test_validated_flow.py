@@ -127,6 +127,23 @@ def test_lohner_images_contain_the_images_of_points(seed, m):
             assert all(b.contains(v) for b, v in zip(box.ravel(), x.ravel(), strict=True))
 
 
+@settings(deadline=None)
+@given(seed=seeds)
+def test_a_translation_moves_the_centre_and_leaves_the_rest_centred(seed):
+    """plus(z) with balls z off zero (a decimal duration's rest times the field): the set holds
+    x + z, and the translation goes to the centre, not into r, so the centre stays on the
+    trajectory and later Jacobians are taken over a set as narrow as before."""
+    rng = np.random.default_rng(seed)
+    with precision(60):
+        X = np.vectorize(lambda v: flint.arb(v, 1e-12), otypes=[object])(rng.normal(size=(2, 3)))
+        held = LohnerSet.around(X)
+        z = np.vectorize(lambda v: flint.arb(v * 1e-17, 1e-40), otypes=[object])(rng.normal(size=(2, 3)))
+        moved = held.plus(z)
+        x = X + z
+        assert all(b.contains(v) for b, v in zip(moved.box().ravel(), x.ravel(), strict=True))
+        assert all(abs(r.mid()) <= 1e-20 * r.rad() for r in moved.rest().ravel())
+
+
 @settings(max_examples=8, deadline=None)
 @given(seed=seeds, causal=st.booleans(), scale=st.sampled_from([1.0, 3.0]), offset=st.sampled_from([0.0, 30.0]))
 def test_one_validated_step_contains_the_exact_step(seed, causal, scale, offset):

@@ -139,8 +139,8 @@ def existence_check(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nd
     return check(f"exact control exists: Krawczyk on {X.size} durations [{label}]", ex.get("K_reach_over_radius", np.inf),
                  BELOW_ONE, "Krawczyk-type test: sup |K(B) - c| < r proves exact durations in B (Brouwer; the validated "
                  "flow's Taylor model in the durations, in Arb)",
-                 certified=bool(ex["certified"]), **{k: ex.get(k) for k in ("radius", "free_steps", "contraction_upper",
-                                                                             "newton_step_upper", "reason")})
+                 certified=bool(ex["certified"]), **{k: ex.get(k) for k in ("radius", "distance", "centre", "free_steps",
+                                                                             "contraction_upper", "newton_step_upper", "reason")})
 
 
 def refusal_check(label: str, X: np.ndarray, Y: np.ndarray, causal: bool, obstruction: str) -> Check:

@@ -91,7 +91,7 @@ def _certify(w: witness.Witness, args: argparse.Namespace) -> int:
         print(f"  numbers: {verdict['numbers']}")
         if "existence" in verdict:
             e = verdict["existence"]
-            print(f"  exact solution: durations within {e['radius']:.1e} of steps {e['free_steps']} (the rest as "
+            print(f"  exact solution: durations within {e['distance']:.1e} of steps {e['free_steps']} (the rest as "
                   "written) map the inputs exactly onto the targets (Krawczyk-type test on the validated flow's Taylor "
                   "model, proved in Arb)" if e["certified"]
                   else f"  exact solution: not proved ({e['reason']})")

@@ -43,6 +43,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import mpmath
 import numpy as np
 
 from verify.io.errors import IntegrationError
@@ -56,6 +57,9 @@ from verify.verdicts import enclosure
 DIGITS = (50, 100, 200, 400)  # tried in turn: see certify_network
 RADIUS_FACTOR = 4  # a control's box: 4 |R G(c)|, so K(B) fits when I - R G'(B) contracts by 3/4; G' widens with r
 CENTRE_SHARE = 1e-8  # of the tolerance, for the remainders of the existence proof's enclosure (verify.verdicts.enclosure.SHARE)
+SECOND_ORDER = 1e-3  # the share of the box the Taylor model's second-order part may take (C r^2 against r)
+REFINE_ITERATIONS = 8  # simplified Newton converges linearly, at the rate |I - R G'| (about 1e-7 on c18a, c18c)
+REFINE_DIGITS = 5  # the refining point flow's digits beyond those its residual must resolve
 SINGULAR = "the Jacobian of the free steps is singular in float64; choose other free layers or a deeper network"
 
 
@@ -193,6 +197,38 @@ def _krawczyk(R: Any, RG: Any, J: Any, r: float) -> tuple[float, float]:
     return reach, contraction
 
 
+def _exact(v: Any) -> mpmath.mpf:
+    """A float exactly (its repr is only the shortest decimal that rounds to it: 1e-17 off, which
+    the refined durations amplified to 2e-14 on c18a), a decimal string as written."""
+    return mpmath.mpf(float(v)) if isinstance(v, (float, int, np.floating, np.integer)) else mpmath.mpf(str(v))
+
+
+def _refined(blocks: Sequence[Block], steps: Sequence[tuple[int, Any]], X: Any, Y: Any, free: Sequence[int],
+             R: np.ndarray, goal: float, dps: int, deadline: float) -> tuple[list[tuple[int, Any]], float]:
+    """Simplified Newton on the free durations, tau_S <- tau_S - R G(tau), G the point flow's end
+    (:func:`verify.model.flow.flow` at ``dps`` digits) minus Y and R the float64 inverse of the
+    derivative, until |R G| is below goal / 100 or stops falling.  Returns the durations (the
+    free ones as decimal strings of ``dps`` digits) and the last |R G|.  Nothing here needs
+    to be rigorous: it only places the box, whose test decides."""
+    with mpmath.workdps(dps):
+        tau = [_exact(t) for _, t in steps]
+        target = [_exact(y) for y in np.asarray(Y, dtype=object).ravel()]
+        best, kept = math.inf, list(tau)
+        for _ in range(REFINE_ITERATIONS):
+            end = flow(blocks, [(b, t) for (b, _), t in zip(steps, tau, strict=True)], X, dps=dps, deadline=deadline).end
+            G = [e - y for e, y in zip(end.ravel(), target, strict=True)]
+            step = [mpmath.fsum(mpmath.mpf(float(R[i, j])) * G[j] for j in range(len(G))) for i in range(len(free))]
+            size = float(max(abs(v) for v in step))
+            if not size < best:  # it stopped falling: keep the best point
+                break
+            best, kept = size, list(tau)
+            if size < goal / 100:
+                break
+            for i, k in enumerate(free):
+                tau[k] -= step[i]
+        return [(b, mpmath.nstr(t, dps) if k in free else w) for k, ((b, w), t) in enumerate(zip(steps, kept, strict=True))], best
+
+
 def certify_control(
     blocks: Sequence[Block],
     steps: Sequence[tuple[int, Any]],
@@ -223,11 +259,20 @@ def certify_control(
     since |I - R A| < 1 (row sums) R is invertible: G(sigma) = 0 there.  At least one exact
     solution lies in B (uniqueness is not claimed: that would need the derivative over B).
 
-    The radius r is RADIUS_FACTOR times the float64 Newton step plus what the remainders' share
-    of the tolerance may add through R (``radius`` when given); where the enclosure's own
-    Newton step |R (c - Y + E)| (``newton_step_upper``) shows that r was too small, it is
-    tried once more with RADIUS_FACTOR times that.  X and Y may be object arrays of floats and
-    decimal strings (exact in the enclosures).
+    The box is centred on *refined* free durations (:func:`_refined`: simplified Newton with a
+    point flow at high precision), not on the written ones: a control that amplifies errors a
+    millionfold meets its targets only to the tolerance, so the exact durations may lie
+    R (c - Y) away, and the Taylor model's second-order part over a box that wide swamps the
+    test.  The result states ``distance``, how far the box reaches from the written durations.
+    The size the test needs: with E of order |R| (remainders amplified) and the second-order
+    part C r^2, C ~ amplification^2, K(B) fits B when 4 |R| C |R E| < 1, so the remainders get
+    the share that makes |R E| about SECOND_ORDER / (4 |R| amplification^2) (at most
+    CENTRE_SHARE), and the digits that keep the per-step floor of the enclosure below it
+    (``digits`` or more).  The radius r is RADIUS_FACTOR times the refined Newton step plus that
+    size (``radius`` when given); where the enclosure's own Newton step |R (c - Y + E)|
+    (``newton_step_upper``) shows that r was too small, it is tried once more with
+    RADIUS_FACTOR times that.  X and Y may be object arrays of floats and decimal strings
+    (exact in the enclosures).
     """
     import flint
 
@@ -238,15 +283,32 @@ def certify_control(
     if len(steps) < m:
         return base | {"reason": f"{len(steps)} durations for {m} equations; the Krawczyk test needs at least m"}
     try:
-        guide = flow(blocks, [(b, float(t)) for b, t in steps], np.asarray(X, dtype=float), sensitivities=True)
+        guide = flow(blocks, [(b, float(t)) for b, t in steps], np.asarray(X, dtype=float), sensitivities=True,
+                     propagate=True)
         free = best_columns(guide.d_durations, m)
         R64 = np.linalg.inv(guide.d_durations[:, free])
     except (IntegrationError, np.linalg.LinAlgError) as exc:
         return base | {"reason": f"no float64 Jacobian of the durations to invert: {exc}"}
-    # the float64 Newton step, and the width the remainders may add (their share, amplified at most by |R|)
-    gap = np.asarray(guide.end, dtype=float).ravel() - np.asarray(Y, dtype=float).ravel()
-    guess = RADIUS_FACTOR * (np.max(np.abs(R64 @ gap)) + np.max(np.sum(np.abs(R64), axis=1)) * CENTRE_SHARE *
-                             (tolerance or 1e-10))
+    size = float(np.max(np.sum(np.abs(R64), axis=1)))  # |R|, rows
+    tolerance = tolerance or 1e-10
+    goal = SECOND_ORDER / (4 * size * guide.amplification ** 2)  # the |R E| the test can afford
+    share = min(CENTRE_SHARE, goal / (size * guide.amplification * tolerance))
+    # the enclosure's per-step floor, 10^(REMAINDER_DIGITS - digits) max(1, |x|), amplified, must stay below the goal
+    spread = size * guide.amplification * max(1.0, float(np.max(np.abs(guide.end))))  # |R| times an error at the end
+    floor = spread * 4 * guide.taylor_steps  # about 4 validated steps per float64 step
+    digits = max(digits, 10 * math.ceil((enclosure.REMAINDER_DIGITS + math.log10(floor / goal)) / 10))
+    # the |R E| the remainders leave: their share, or the floor where it is larger
+    expected = max(size * share * tolerance * guide.amplification, floor * 10.0 ** (enclosure.REMAINDER_DIGITS - digits))
+    written = steps
+    try:
+        steps, newton = _refined(blocks, steps, X, Y, free, R64, expected,
+                                 max(enclosure.DIGITS, REFINE_DIGITS + math.ceil(math.log10(spread / expected))), deadline)
+    except IntegrationError as exc:
+        return base | {"free_steps": free, "reason": f"the point flow that refines the durations stopped: {exc}"}
+    with mpmath.workdps(digits):
+        distance = max(abs(float(_exact(steps[k][1]) - _exact(written[k][1]))) for k in free)
+    base |= {"digits": digits}
+    guess = RADIUS_FACTOR * (newton + expected)
     validated, newton, r = 0, math.nan, float(radius if radius is not None else guess)
     try:
         with precision(digits):
@@ -256,9 +318,10 @@ def certify_control(
                         break
                     r = RADIUS_FACTOR * newton
                 if progress:
-                    progress(f"certify: existence, the Taylor model over durations within {r:.2g} of the written ones")
+                    progress(f"certify: existence, the Taylor model over durations within {r:.2g} of refined ones "
+                             f"({distance:.2g} from those written)")
                 enc = enclosure.enclose_flow(blocks, steps, X, digits, tolerance=tolerance, deadline=deadline,
-                                             share=CENTRE_SHARE, free=free, radius=r, progress=progress)
+                                             share=share, free=free, radius=r, progress=progress)
                 validated += enc.steps
                 R = np.linalg.inv(enc.slope)
                 Ra = flint.arb_mat(R.tolist())
@@ -274,7 +337,9 @@ def certify_control(
     return base | {
         "certified": bool(ok),
         "free_steps": free,
+        "centre": [steps[k][1] for k in free],
         "radius": r,
+        "distance": distance + r,
         "K_reach_over_radius": reach / r,
         "contraction_upper": contraction,
         "newton_step_upper": newton,
