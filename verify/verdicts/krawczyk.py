@@ -23,7 +23,10 @@ For a control (:func:`certify_control`) the same test runs on a first-order Tayl
 the end point in the free durations, G(s) in G(c) + A (s - c) + E over the whole box, which the
 validated flow carries step by step with A exact and everything of second order in r in the
 balls E; K(B) inside B then proves that exact durations exist in B (Brouwer), without enclosing
-the derivative over B, and so without the variational equations.
+the derivative over B, and so without the variational equations.  The box is centred on free
+durations refined by Newton's method with a high-precision point flow, so that it can be as
+small as the enclosure's own width allows (``distance`` says how far it reaches from the
+durations as written).
 
 >>> import numpy as np
 >>> from verify.model.blocks import gaussian_blocks
