@@ -3,8 +3,8 @@
 ``python -m property_tests.certificates_table DIR [NAME ...]`` writes the witnesses to DIR
 (never over an existing file) and prints one JSON row per witness: the float64 flow's Taylor
 steps, the certified replay (verdict, seconds, validated steps, width) and the existence proof
-(seconds, radius, K reach / r, contraction).  The seeds were stated before the runs: 5101-5104
-continuous m = 18, 5111-5113 continuous m = 32, 5121-5124 finite, and the standard T1
+(seconds, radius, distance from the written durations, K reach / r, contraction).  The
+seeds were stated before the runs: 5101-5104 continuous m = 18, 5111-5113 continuous m = 32, 5121-5124 finite, and the standard T1
 witness (seed 0).  Targets are independent draws; where ``verify interpolate`` finds no
 control for them, the image under a hidden random control (:func:`theorems.instances.hidden_control_targets`);
 where it finds none for those either, the hidden control itself is the witness (``verify
@@ -93,7 +93,7 @@ def row(path: Path) -> dict:
         e = krawczyk.certify_network(w.blocks_at(), [(b, float(h)) for b, h in w.steps],
                                      np.asarray(w.inputs, float), np.asarray(w.targets, float))
     return out | {"existence": e["certified"], "existence_s": round(time.perf_counter() - t, 1),
-                  "radius": e.get("radius"), "K_reach_over_radius": e.get("K_reach_over_radius"),
+                  "radius": e.get("radius"), "distance": e.get("distance"), "K_reach_over_radius": e.get("K_reach_over_radius"),
                   "contraction_upper": e.get("contraction_upper"), "existence_reason": e.get("reason", "")}
 
 
