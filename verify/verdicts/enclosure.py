@@ -129,8 +129,8 @@ def enclose_network(blocks: Sequence[Block], layers: Sequence[tuple[int, Any]], 
 
 def _inflate(B: np.ndarray) -> np.ndarray:
     """Each ball with twice its radius plus a little (relative 10^(5 - digits) of its midpoint,
-    and 1e-30): no more, as a decimal duration's rest times the box's width enters every
-    enclosure (a relative 1e-12 made the existence proof's balls on c18a 1e3 times too wide)."""
+    and 1e-30): no more, as a decimal duration's rest times the box's width enters the
+    enclosure (the relative 1e-12 of before was far above the rounding at 50 digits)."""
     import flint
 
     little = 10.0 ** (5 - flint.ctx.dps)

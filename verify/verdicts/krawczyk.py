@@ -61,7 +61,7 @@ DIGITS = (50, 100, 200, 400)  # tried in turn: see certify_network
 RADIUS_FACTOR = 4  # a control's box: 4 |R G(c)|, so K(B) fits when I - R G'(B) contracts by 3/4; G' widens with r
 CENTRE_SHARE = 1e-8  # of the tolerance, for the remainders of the existence proof's enclosure (verify.verdicts.enclosure.SHARE)
 SECOND_ORDER = 1e-3  # the share of the box the Taylor model's second-order part may take (C r^2 against r)
-REFINE_ITERATIONS = 8  # simplified Newton converges linearly, at the rate |I - R G'| (about 1e-7 on c18a, c18c)
+REFINE_ITERATIONS = 8  # simplified Newton converges linearly, at the rate |I - R G'| (1e-6 to 1e-9 per pass on c18a, c18c)
 REFINE_DIGITS = 5  # the refining point flow's digits beyond those its residual must resolve
 SINGULAR = "the Jacobian of the free steps is singular in float64; choose other free layers or a deeper network"
 
@@ -266,7 +266,8 @@ def certify_control(
     point flow at high precision), not on the written ones: a control that amplifies errors a
     millionfold meets its targets only to the tolerance, so the exact durations may lie
     R (c - Y) away, and the Taylor model's second-order part over a box that wide swamps the
-    test.  The result states ``distance``, how far the box reaches from the written durations.
+    test.  The result states ``centre`` (the refined free durations, decimal strings) and
+    ``distance``, how far the box reaches from the written durations.
     The size the test needs: with E of order |R| (remainders amplified) and the second-order
     part C r^2, C ~ amplification^2, K(B) fits B when 4 |R| C |R E| < 1, so the remainders get
     the share that makes |R E| about SECOND_ORDER / (4 |R| amplification^2) (at most
