@@ -60,7 +60,7 @@ models: $(STAMP)
 	$(PY) -m pytest -q -s -o addopts="" -o python_files="bench_*.py" property_tests/benchmarks/bench_models.py --benchmark-json=reports/benchmarks/models.json
 
 # The certificates' reach table of issue 51 (docs/verdicts.md): witnesses at m = 8-64 from stated seeds,
-# certified replay and existence proof for each; about an hour on one core.
+# certified replay and existence proof for each; about two hours on one core.
 certificates: $(STAMP)
 	mkdir -p reports/certificates
 	$(PY) -m property_tests.certificates_table reports/certificates | tee reports/certificates/table.jsonl

@@ -10,7 +10,7 @@ control for them, the image under a hidden random control (:func:`theorems.insta
 where it finds none for those either, the hidden control itself is the witness (``verify
 interpolate`` with one BLAS thread, as the README asks: run it with OPENBLAS_NUM_THREADS=1).  Certificates
 get CERTIFY_SECONDS and existence proofs EXISTENCE_SECONDS each.  ``make certificates`` runs it
-(about an hour on one core); the "before" column of the table is the same script run in a
+(about two hours on one core, existence proofs getting 600 s each); the "before" column of the table is the same script run in a
 checkout of the commit before issue 51 (7b3249c).
 """
 
