@@ -51,7 +51,7 @@ import numpy as np
 
 from verify.io.errors import IntegrationError
 from verify.lie.certify import select_columns
-from verify.model.backend import namespace, precision
+from verify.model.backend import namespace, precision, to_mpmath
 from verify.model.blocks import Block
 from verify.model.flow import flow
 from verify.model.network import apply, apply_in_namespace
@@ -200,12 +200,6 @@ def _krawczyk(R: Any, RG: Any, J: Any, r: float) -> tuple[float, float]:
     return reach, contraction
 
 
-def _exact(v: Any) -> mpmath.mpf:
-    """A float exactly (its repr is only the shortest decimal that rounds to it: 1e-17 off, which
-    the refined durations amplified to 2e-14 on c18a), a decimal string as written."""
-    return mpmath.mpf(float(v)) if isinstance(v, (float, int, np.floating, np.integer)) else mpmath.mpf(str(v))
-
-
 def _refined(blocks: Sequence[Block], steps: Sequence[tuple[int, Any]], X: Any, Y: Any, free: Sequence[int],
              R: np.ndarray, goal: float, dps: int, deadline: float) -> tuple[list[tuple[int, Any]], float]:
     """Simplified Newton on the free durations, tau_S <- tau_S - R G(tau), G the point flow's end
@@ -214,8 +208,9 @@ def _refined(blocks: Sequence[Block], steps: Sequence[tuple[int, Any]], X: Any, 
     free ones as decimal strings of ``dps`` digits) and the last |R G|.  Nothing here needs
     to be rigorous: it only places the box, whose test decides."""
     with mpmath.workdps(dps):
-        tau = [_exact(t) for _, t in steps]
-        target = [_exact(y) for y in np.asarray(Y, dtype=object).ravel()]
+        # floats exactly (their repr is 1e-17 off, which R amplified to 2e-14 on c18a), decimals as written
+        tau = list(to_mpmath(np.array([t for _, t in steps], dtype=object)))
+        target = list(to_mpmath(np.asarray(Y, dtype=object)).ravel())
         best, kept = math.inf, list(tau)
         for _ in range(REFINE_ITERATIONS):
             end = flow(blocks, [(b, t) for (b, _), t in zip(steps, tau, strict=True)], X, dps=dps, deadline=deadline).end
@@ -310,7 +305,8 @@ def certify_control(
     except IntegrationError as exc:
         return base | {"free_steps": free, "reason": f"the point flow that refines the durations stopped: {exc}"}
     with mpmath.workdps(digits):
-        distance = max(abs(float(_exact(steps[k][1]) - _exact(written[k][1]))) for k in free)
+        new, old = (to_mpmath(np.array([s[k][1] for k in free], dtype=object)) for s in (steps, written))
+        distance = float(max(abs(new - old)))
     base |= {"digits": digits}
     guess = RADIUS_FACTOR * (newton + expected)
     validated, newton, r = 0, math.nan, float(radius if radius is not None else guess)
