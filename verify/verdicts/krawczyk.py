@@ -51,7 +51,7 @@ import numpy as np
 
 from verify.io.errors import IntegrationError
 from verify.lie.certify import select_columns
-from verify.model.backend import namespace, precision, to_mpmath
+from verify.model.backend import namespace, precision, round_up, to_arb, to_mpmath
 from verify.model.blocks import Block
 from verify.model.flow import flow
 from verify.model.network import apply, apply_in_namespace
@@ -304,9 +304,8 @@ def certify_control(
                                  max(enclosure.DIGITS, REFINE_DIGITS + math.ceil(math.log10(spread / expected))), deadline)
     except IntegrationError as exc:
         return base | {"free_steps": free, "reason": f"the point flow that refines the durations stopped: {exc}"}
-    with mpmath.workdps(digits):
-        new, old = (to_mpmath(np.array([s[k][1] for k in free], dtype=object)) for s in (steps, written))
-        distance = float(max(abs(new - old)))
+    with precision(digits):  # Arb balls: the reported distance is an upper bound, not a rounding of one
+        distance = max((abs(to_arb(steps[k][1]) - to_arb(written[k][1])) for k in free), key=lambda z: z.upper())
     base |= {"digits": digits}
     guess = RADIUS_FACTOR * (newton + expected)
     validated, newton, r = 0, math.nan, float(radius if radius is not None else guess)
@@ -319,7 +318,7 @@ def certify_control(
                     r = RADIUS_FACTOR * newton
                 if progress:
                     progress(f"certify: existence, the Taylor model over durations within {r:.2g} of refined ones "
-                             f"({distance:.2g} from those written)")
+                             f"({float(distance.mid()):.2g} from those written)")
                 enc = enclosure.enclose_flow(blocks, steps, X, digits, tolerance=tolerance, deadline=deadline,
                                              share=share, free=free, radius=r, progress=progress)
                 validated += enc.steps
@@ -339,7 +338,7 @@ def certify_control(
         "free_steps": free,
         "centre": [steps[k][1] for k in free],
         "radius": r,
-        "distance": distance + r,
+        "distance": round_up((distance + r).upper()),
         "K_reach_over_radius": reach / r,
         "contraction_upper": contraction,
         "newton_step_upper": newton,
