@@ -9,6 +9,6 @@ The engine knows nothing of theorems; ``theorems/`` composes it, and the command
 
 from verify.io.errors import InputError, IntegrationError, VerifyError
 from verify.model.blocks import Block, gaussian_blocks
+from verify.version import __version__
 
-__all__ = ["Block", "gaussian_blocks", "InputError", "IntegrationError", "VerifyError"]
-__version__ = "0.1.0"
+__all__ = ["__version__", "Block", "gaussian_blocks", "InputError", "IntegrationError", "VerifyError"]
