@@ -84,7 +84,8 @@ def linearity_check(label: str, blocks, X: np.ndarray, seed: int) -> Check:
         gap = max(float(abs(res.end[s, 0, i] - x1[s][i])) for s in range(X.shape[0]) for i in range(X.shape[2]))
     scale = float(np.abs(res.end).max()) + 1.0
     return check(f"first tokens move by prod expm(tau V) [{label}]", gap, 10 * res.error_estimate + 1e3 * UNIT * scale,
-                 f"10 x float64 integration error estimate + 1e3 u max|x|; expm at {HP_DIGITS} digits",
+                 r"10 x float64 integration error estimate + $10^3 u \max \lvert x \rvert$",
+                 quantity=f"max |first tokens - G x_1|, G the product of expm(tau V) at {HP_DIGITS} digits",
                  error_estimate=res.error_estimate)
 
 
@@ -98,8 +99,9 @@ def run(profile: str, seed: int, progress: Callable[[str], None] | None = None) 
     say("T3: first-token linearity and gl(d)")
     out = [linearity_check(tag, blocks, X, seed)]
     gl = certify.generates_gl(blocks[0].V, blocks[1].V)
-    out.append(check("V_0, V_1 generate gl(d), exact rank over Q", gl["dimension"] - gl["rank"], 0.0,
-                     gl["method"], certified=bool(gl["certified"]), rank=gl["rank"], dimension=gl["dimension"],
+    out.append(check(r"$V_0, V_1$ generate $\mathfrak{gl}(d)$", gl["dimension"] - gl["rank"], 0.0,
+                     gl["method"], quantity=r"$d^2$ minus the rank of the words in $V_0, V_1$, exactly over $\mathbb{Q}$",
+                     certified=bool(gl["certified"]), rank=gl["rank"], dimension=gl["dimension"],
                      words=gl["words"]))
     say("T3: rank formula")
     Xg = collection(seed, p["generic"], "causal generic")

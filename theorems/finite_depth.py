@@ -33,11 +33,11 @@ from verify.model.blocks import gaussian_blocks
 from verify.model.discretisation import euler_bound, fitted_order, norm
 from verify.model.flow import flow
 from verify.model.network import apply, control_to_network, rounding_estimate
-from verify.reporting.results import Check, check
+from verify.reporting.results import Check, check, holds
 from verify.verdicts.krawczyk import certify_network
 
 from .instances import collection, hidden_control_targets, rng
-from .witnesses import BELOW_ONE, control_checks, solver_settings
+from .witnesses import BELOW_ONE, KRAWCZYK_QUANTITY, control_checks, solver_settings
 
 NAME = "finite_depth"
 TITLE = "Universality at finite depth (residual layers)"
@@ -70,13 +70,13 @@ def krawczyk_checks(label: str, blocks, layers, X, Y) -> list[Check]:
                                      "jacobian_width", "newton_step_upper", "reason")}
     out = [check(f"Krawczyk: K(B) inside B, an exact interpolating set of steps in the box [{label}]",
                  cert.get("K_reach_over_radius", np.inf), BELOW_ONE,
-                 "Krawczyk: sup |K(B) - c| < r proves one exact zero in B (Arb enclosure)",
-                 certified=bool(cert["certified"]), **info)]
+                 r"Krawczyk: $\sup \lvert K(B) - c \rvert < r$ proves one exact zero in the box $B$ (Arb enclosure)",
+                 quantity=KRAWCZYK_QUANTITY, certified=bool(cert["certified"]), **info)]
     if cert["certified"]:
         wrong = certify_network(blocks, layers, X, Y, free=cert["free_layers"], radius=cert["radius"],
                                 digits=cert["digits"], centre_shift=DISPLACED)
-        out.append(check(f"Krawczyk refuses a box displaced by {DISPLACED:g} radii [{label}]",
-                         float(wrong["certified"]), 0.0, "negative control: no zero lies in the displaced box",
+        out.append(holds(f"Krawczyk refuses a box displaced by {DISPLACED:g} radii [{label}]", not wrong["certified"],
+                         "negative control: no zero lies in the displaced box",
                          K_reach_over_radius=wrong.get("K_reach_over_radius")))
     return out
 
@@ -97,13 +97,15 @@ def discretisation_checks(label: str, blocks, X, seed: int, steps: int, duration
         errors.append(err)
         hs.append(h)
         bounds.append(bound)
-        out.append(check(f"Euler error <= derived bound, h = {h:.3g} [{label}]", err, bound,
-                         "Lipschitz/Gronwall recursion of verify.model.discretisation along the layers "
-                         "+ float64 rounding estimate 4 (L+1) u max|x|",
+        out.append(check(f"Euler splitting error within the derived bound, h = {h:.3g} [{label}]", err, bound,
+                         "Lipschitz/Gronwall recursion along the layers (verify.model.discretisation) "
+                         r"+ float64 rounding estimate $4 (L+1) u \max \lvert x \rvert$",
+                         quantity="max |network - flow|: float64 layers against a 30-digit flow",
                          slack=bound / err if err > 0 else None, C_h=bound / h))
     order = fitted_order(hs, errors)
     out.append(check(f"fitted order of the splitting is 1 [{label}]", abs(order - 1.0), ORDER_TOLERANCE,
-                     "explicit Euler is first order; 0.1 allows pre-asymptotic terms", order=order,
+                     "explicit Euler is first order; 0.1 allows pre-asymptotic terms",
+                     quantity="|p - 1|, p the least-squares slope of log error against log h", order=order,
                      h=hs, errors=errors, bounds=bounds, control=control))
     return out
 
@@ -122,7 +124,8 @@ def run(profile: str, seed: int, progress: Callable[[str], None] | None = None) 
         say("T2: Krawczyk certificate")
         out += krawczyk_checks(tag, blocks, sol.steps, X, Y)
     else:
-        out.append(check(f"Krawczyk: K(B) inside B [{tag}]", np.inf, BELOW_ONE, "no network to certify"))
+        out.append(check(f"Krawczyk: K(B) inside B [{tag}]", np.inf, BELOW_ONE, "no network to certify",
+                         quantity="infinite: the solver found no network"))
     say("T2: discretisation bound")
     out += discretisation_checks(tag, blocks, X, seed, p["control_steps"], p["duration"])
     return out

@@ -30,7 +30,7 @@ from verify.model.blocks import gaussian_blocks
 from verify.reporting.results import Check, check
 
 from .instances import collection
-from .witnesses import BELOW_ONE
+from .witnesses import BELOW_ONE, RANK_QUANTITY
 
 
 def _rank_check(label: str, blocks, X: np.ndarray, prediction: int) -> Check:
@@ -38,8 +38,9 @@ def _rank_check(label: str, blocks, X: np.ndarray, prediction: int) -> Check:
     ok = res.certified and res.bound == prediction
     value = (res.certificate or {}).get("norm_I_minus_RA_upper", np.inf) if ok else np.inf
     return check(f"necessity: {label}: rank equals the reduced prediction {prediction}", value, BELOW_ONE,
-                 "the prediction of the module docstring, which the invariants' bound must equal; rank >= it by an "
-                 "Arb certificate of a minor (||I - R A||_F < 1)", certified=ok, rank=res.rank, rank_bound=res.bound,
+                 "the reduced prediction (docs/theorems.md, necessity), which the invariants' bound must equal; "
+                 r"rank $\ge$ it by an Arb certificate of a minor ($\lVert I - RA \rVert_F < 1$)",
+                 quantity=RANK_QUANTITY, certified=ok, rank=res.rank, rank_bound=res.bound,
                  expected_rank=prediction, dimension=res.dimension, deficit=res.dimension - prediction,
                  verdict=res.verdict, undecided=res.undecided or "")
 
@@ -54,8 +55,8 @@ def run(seed: int, shape: Sequence[int]) -> list[Check]:
     means = X.mean(axis=1)
     X1 = collection(seed, (d + 1, 1, d), "necessity n=1")  # more sequences than dimensions
     return [
-        _rank_check("A = Q^T K = 0 (uniform attention)", uniform, X, d * exact_rank(means)),
-        _rank_check("V_1 = 0", (b0, dataclasses.replace(b1, V=zero)), X, 1),
-        _rank_check("a single block (F_1 = F_0)", (b0, b0), X, 1),
+        _rank_check(r"$A = Q^\top K = 0$ (uniform attention)", uniform, X, d * exact_rank(means)),
+        _rank_check("$V_1 = 0$", (b0, dataclasses.replace(b1, V=zero)), X, 1),
+        _rank_check("a single block ($F_1 = F_0$)", (b0, b0), X, 1),
         _rank_check("n = 1 (attention is linear)", (b0, b1), X1, predicted_rank(X1)),
     ]

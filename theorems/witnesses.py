@@ -30,7 +30,7 @@ from verify.lie.admissibility import check_admissible
 from verify.lie.hall import basis, degree
 from verify.model.blocks import Block
 from verify.model.dynamics import CONTINUOUS, dynamics
-from verify.reporting.results import Check, check
+from verify.reporting.results import Check, check, holds
 from verify.search.settings import Settings
 from verify.search.solver import solve
 from verify.verdicts import replay
@@ -42,8 +42,11 @@ CERTIFY_SECONDS = 120.0  # per witness (standard profile about 6 s; m = 18 contr
 EXISTENCE_SECONDS = 300.0  # per control (standard profile about 7 s; m = 18 controls 33-40 s where proved); beyond: fails
 
 
-RANK_ORIGIN = ("rank >= bound: an Arb enclosure of a bound x bound minor of the bracket matrix with ||I - R A||_F < 1; "
-               "rank <= bound: the invariants (docs/conventions.md section 3), exactly")
+RANK_ORIGIN = (r"rank $\ge$ bound: a bound $\times$ bound minor $A$ of the bracket matrix and a float64 inverse $R$ with "
+               r"$\lVert I - RA \rVert_F < 1$ in Arb, so $A$ is invertible; rank $\le$ bound: the invariants "
+               "(docs/conventions.md section 3), exactly")
+RANK_QUANTITY = r"$\lVert I - RA \rVert_F$, Arb upper bound (infinite: rank not proved)"
+KRAWCZYK_QUANTITY = r"$\sup \lvert K(B) - c \rvert / r$, Arb upper bound (infinite: not proved)"
 
 
 def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray) -> list[Check]:
@@ -59,7 +62,7 @@ def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray) -> list[Chec
     details["noise_level"] = res.noise_level
     value = cert.get("norm_I_minus_RA_upper", np.inf) if res.certified else np.inf
     return [check(f"bracket rank equals the invariants' bound {res.bound} of {res.dimension} [{label}]", value, BELOW_ONE,
-                  RANK_ORIGIN, certified=res.certified, sigma_min_lower=cert.get("sigma_min_lower", 0.0),
+                  RANK_ORIGIN, quantity=RANK_QUANTITY, certified=res.certified, sigma_min_lower=cert.get("sigma_min_lower", 0.0),
                   columns=cert.get("columns", []), reasons=res.reasons, undecided=res.undecided or "", **details)]
 
 
@@ -106,20 +109,23 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
         info["trajectory"] = trajectory(blocks, X, sol.steps, depth)  # for the appendix's figure
     arithmetic = "float64" if sol.dps is None else f"{sol.dps}-digit"  # a network too unstable for float64
     out = [check(f"{'network' if depth == 'finite' else 'control'} reaches the targets, {arithmetic} replay [{label}]",
-                 sol.error, settings.tolerance, "the solver's tolerance", **info)]
+                 sol.error, settings.tolerance, "the solver's tolerance",
+                 quantity=f"max |image - target| of the {arithmetic} replay (infinite: nothing found)", **info)]
     if sol.success:
         doc = witness.make(blocks, X, Y, depth, sol.steps, settings.tolerance,
                            precision=witness.precision_label(sol.dps))
         w = witness.parse(witness.dumps(doc))
         verdict = replay.replay(w, HP_DIGITS)
         cert = replay.certify(w, deadline=time.perf_counter() + CERTIFY_SECONDS)
-        value, origin = (verdict["error"] + verdict["integration_error_estimate"],
-                         "tolerance written into the witness; error + integration error estimate")
+        rounding = "integration error estimate" if depth == "continuous" else "rounding estimate"
+        value, quantity = (verdict["error"] + verdict["integration_error_estimate"],
+                           f"max |image - target| of a {HP_DIGITS}-digit replay + its {rounding} (Arb did not decide)")
         if cert["verdict"] == "CERTIFIED":  # the Arb upper bound is the value, and the row is certified
-            value, origin = cert["error_upper"], "tolerance written into the witness; Arb enclosure of the image (upper bound)"
+            value, quantity = cert["error_upper"], "max |image - target|, Arb upper bound (every number as written)"
         elif cert["verdict"] == "FAIL":  # a ball lies wholly outside: the witness is refuted whatever the estimate says
-            value, origin = np.inf, "Arb enclosure of the image lies outside the tolerance"
-        out.append(check(f"witness replays at {HP_DIGITS} digits [{label}]", value, doc["tolerance"], origin,
+            value, quantity = np.inf, "infinite: an Arb ball of the image lies wholly outside the tolerance"
+        out.append(check(f"the witness file maps the inputs within its tolerance [{label}]", value, doc["tolerance"],
+                         "the tolerance written into the witness", quantity=quantity,
                          certified=cert["verdict"] == "CERTIFIED", error=verdict["error"],
                          integration_error_estimate=verdict["integration_error_estimate"],
                          certificate={k: cert.get(k) for k in ("verdict", "error_upper", "width", "validated_steps",
@@ -127,8 +133,8 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
         if existence and depth == "continuous" and cert["verdict"] == "CERTIFIED":
             out.append(existence_check(label, blocks, X, Y, sol.steps, settings.tolerance))
     else:
-        out.append(check(f"witness replays at {HP_DIGITS} digits [{label}]", np.inf, settings.tolerance,
-                         "no witness: the solver found no control within its budget"))
+        out.append(check(f"the witness file maps the inputs within its tolerance [{label}]", np.inf, settings.tolerance,
+                         "the solver's tolerance", quantity="infinite: the solver found nothing within its budget"))
     return out, sol
 
 
@@ -137,19 +143,20 @@ def existence_check(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nd
     map X exactly onto Y (:func:`verify.verdicts.krawczyk.certify_control`)."""
     ex = certify_control(blocks, steps, X, Y, tolerance=tolerance, deadline=time.perf_counter() + EXISTENCE_SECONDS)
     return check(f"exact control exists: Krawczyk on {X.size} durations [{label}]", ex.get("K_reach_over_radius", np.inf),
-                 BELOW_ONE, "Krawczyk-type test: sup |K(B) - c| < r proves exact durations in B (Brouwer; the validated "
-                 "flow's Taylor model in the durations, in Arb)",
+                 BELOW_ONE, r"Krawczyk-type test: $\sup \lvert K(B) - c \rvert < r$ proves exact durations in the box $B$ "
+                 "(Brouwer; the validated flow's Taylor model in the durations, in Arb)", quantity=KRAWCZYK_QUANTITY,
                  certified=bool(ex["certified"]), **{k: ex.get(k) for k in ("radius", "distance", "centre", "free_steps",
                                                                              "contraction_upper", "newton_step_upper", "reason")})
 
 
 def refusal_check(label: str, X: np.ndarray, Y: np.ndarray, causal: bool, obstruction: str) -> Check:
-    """Passes when :func:`verify.lie.admissibility.check_admissible` refuses the data (value 0)."""
+    """Holds when :func:`verify.lie.admissibility.check_admissible` refuses the data."""
     try:
         check_admissible(X, Y, causal)
     except InputError as e:
-        return check(f"inadmissible data refused: {obstruction} [{label}]", 0.0, 0.0,
-                     "an invariant forbids these targets (docs/conventions.md section 3)", kind="exact", reason=str(e))
-    return check(f"inadmissible data refused: {obstruction} [{label}]", 1.0, 0.0,
-                 "an invariant forbids these targets (docs/conventions.md section 3)", kind="exact",
+        return holds(f"inadmissible data refused: {obstruction} [{label}]", True, REFUSAL_ORIGIN, kind="exact", reason=str(e))
+    return holds(f"inadmissible data refused: {obstruction} [{label}]", False, REFUSAL_ORIGIN, kind="exact",
                  reason="accepted: not refused")
+
+
+REFUSAL_ORIGIN = "an invariant forbids these targets (docs/conventions.md section 3)"

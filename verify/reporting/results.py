@@ -1,21 +1,29 @@
 """Named checks: the unit in which every verdict of the suite is returned and reported.
 
-A check holds the measured ``value``, the ``bound`` it is held against, where that bound comes
-from (``origin``), the verdict, and its ``kind``: "certified" (every rounding enclosed: Arb
-balls or exact rational arithmetic; ``certified`` is then true), "estimate" (a floating-point
+A check holds the measured ``value``, what that value is (``quantity``: "|p - 1|", "Arb upper
+bound of max |image - target|"), the ``bound`` it is held against, where that bound comes from
+(``origin``), the verdict, and its ``kind``: "certified" (every rounding enclosed: Arb balls or
+exact rational arithmetic; ``certified`` is then true), "estimate" (a floating-point
 measurement, however well tested: not a proof) or "exact" (a decision on the data's exact
 values, such as a refusal).  ``passed`` is computed, never set: value <= bound, both finite
-(:func:`passes`).
+(:func:`passes`).  A yes/no check (:func:`holds`, ``boolean``) stores 0 for yes and 1 for no
+against the bound 0, and is shown as yes/no.
 
->>> c = check("reversibility", 3e-15, 1e-12, "10 x integration error estimate")
+Text fields may hold inline mathematics between dollar signs (``"$\\lVert I - RA \\rVert_F < 1$"``);
+the summary keeps it as Markdown mathematics, the appendix typesets it
+(:func:`verify.reporting.latex.text`).
+
+>>> c = check("reversibility", 3e-15, 1e-12, "10 x integration error estimate", quantity="max |X - back|")
 >>> c.passed, c.certified, c.kind
 (True, False, 'estimate')
+>>> holds("refused", False, "an invariant", kind="exact").value
+1.0
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 
@@ -29,6 +37,8 @@ class Check:
     certified: bool = False
     details: dict[str, Any] = field(default_factory=dict)
     kind: str = "estimate"
+    quantity: str = ""
+    boolean: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -51,9 +61,36 @@ def passes(value: Any, bound: Any) -> bool:
     return math.isfinite(value) and math.isfinite(bound) and value <= bound
 
 
-def check(name: str, value: float, bound: float, origin: str, *, certified: bool = False, kind: str | None = None,
-          **details: Any) -> Check:
-    """A check that passes when ``value <= bound`` (:func:`passes`); its kind is "certified" when
-    ``certified``, else ``kind`` (default "estimate")."""
+def check(name: str, value: float, bound: float, origin: str, *, quantity: str, certified: bool = False,
+          kind: str | None = None, **details: Any) -> Check:
+    """A check that passes when ``value <= bound`` (:func:`passes`); ``quantity`` says what the
+    value is; its kind is "certified" when ``certified``, else ``kind`` (default "estimate")."""
     kind = "certified" if certified else (kind or "estimate")
-    return Check(name, float(value), float(bound), origin, passes(value, bound), bool(certified), details, kind)
+    return Check(name=name, value=float(value), bound=float(bound), origin=origin, passed=passes(value, bound),
+                 certified=bool(certified), details=details, kind=kind, quantity=quantity)
+
+
+def holds(name: str, ok: bool, origin: str, *, certified: bool = False, kind: str | None = None, **details: Any) -> Check:
+    """A yes/no check: the claim ``name`` holds (``ok``) or not; value 0 (yes) or 1 (no) against 0."""
+    c = check(name, 0.0 if ok else 1.0, 0.0, origin, quantity="yes or no", certified=certified, kind=kind, **details)
+    return replace(c, boolean=True)
+
+
+def yes_no(c: dict[str, Any], key: str = "value") -> str | None:
+    """A yes/no check's value or bound (always "yes": the claim must hold) as a word; None for a number."""
+    if not c.get("boolean"):
+        return None
+    return "yes" if key == "bound" or c[key] in (0, 0.0) else "no"
+
+
+def notes(checks: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[int]]:
+    """The distinct (what the value is, where the bound comes from) pairs of ``checks`` in order
+    of first appearance, and each check's 1-based number in that list (tables cite them).
+
+    >>> notes([{"quantity": "q", "origin": "o"}, {"quantity": "q", "origin": "p"}, {"quantity": "q", "origin": "o"}])
+    ([('q', 'o'), ('q', 'p')], [1, 2, 1])
+    """
+    distinct: dict[tuple[str, str], int] = {}
+    cited = [distinct.setdefault((str(c.get("quantity") or "not recorded"), str(c["origin"])), len(distinct) + 1)
+             for c in checks]
+    return list(distinct), cited

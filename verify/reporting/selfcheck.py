@@ -61,6 +61,9 @@ def run(seed: int = 0, shapes: list[tuple[int, int, int]] = STANDARD_SHAPES) -> 
     return out
 
 
+_DIFF = f"max |float64 - {HP_DIGITS}-digit value|"
+
+
 def _hp_diff(a: np.ndarray, b_hp: np.ndarray) -> float:
     with precision(HP_DIGITS):
         return float(np.max(np.abs(namespace("mpmath").asarray(a) - b_hp)))
@@ -77,8 +80,10 @@ def _derivative_checks(tag: str, blocks, X) -> list[Check]:
     bound = 1e3 * X.shape[1] * UNIT * scale
     origin = "1e3 n u |X|^2 |U| (float64 rounding of the analytic formula)"
     return [
-        check(f"jvp float64 vs {HP_DIGITS} digits [{tag}]", _hp_diff(jvp(blocks[0], X, U), jvp_hp), bound, origin),
-        check(f"jacobian float64 vs {HP_DIGITS} digits [{tag}]", _hp_diff(jacobian(blocks[0], X), jac_hp), bound, origin),
+        check(f"jvp float64 vs {HP_DIGITS} digits [{tag}]", _hp_diff(jvp(blocks[0], X, U), jvp_hp), bound, origin,
+              quantity=_DIFF),
+        check(f"jacobian float64 vs {HP_DIGITS} digits [{tag}]", _hp_diff(jacobian(blocks[0], X), jac_hp), bound, origin,
+              quantity=_DIFF),
     ]
 
 
@@ -99,17 +104,18 @@ def _flow_checks(tag: str, blocks, X, control) -> list[Check]:
     nethp = apply(blocks, net, X, dps=HP_DIGITS, sensitivities=True)
     return [
         check(f"flow then reverse returns [{tag}]", np.max(np.abs(back.end - X)), SAFETY * est + 1e3 * UNIT,
-              "10 x (forward + backward integration error estimates) + 1e3 u"),
+              "10 x (forward + backward integration error estimates) + 1e3 u", quantity="max |X - reversed flow of X|"),
         check(f"flow float64 vs {HP_DIGITS} digits [{tag}]", _hp_diff(fwd.end, hp.end), SAFETY * fwd.error_estimate + 1e3 * UNIT,
-              "10 x float64 integration error estimate + 1e3 u"),
+              "10 x float64 integration error estimate + 1e3 u", quantity=_DIFF),
         check(f"duration sensitivities float64 vs {SENS_DIGITS} digits [{tag}]", _hp_diff(fwd.d_durations, hp_sens.d_durations),
-              1e-10 * dur_scale, "1e-10 x max |d Phi / d tau| (float64 tangent propagation, cond <= 1e6)"),
+              1e-10 * dur_scale, "1e-10 x max |d Phi / d tau| (float64 tangent propagation, cond <= 1e6)",
+              quantity=f"max |float64 - {SENS_DIGITS}-digit value|"),
         check(f"growth bound max_i |x_i(T)| <= R0 exp(sum ||V_b|| |tau|) [{tag}]", R1 / growth, 1.0,
-              "Gronwall: |dx_i/dt| <= ||V||_2 max_j |x_j|"),
+              "Gronwall: |dx_i/dt| <= ||V||_2 max_j |x_j|", quantity="max_i |x_i(T)| over the Gronwall bound"),
         check(f"network float64 vs {HP_DIGITS} digits [{tag}]", _hp_diff(netres.end, nethp.end), 1e3 * len(net) * UNIT * (R1 + 1),
-              "1e3 L u max|x| (rounding of L residual layers)"),
+              "1e3 L u max|x| (rounding of L residual layers)", quantity=_DIFF),
         check(f"layer-step sensitivities float64 vs {HP_DIGITS} digits [{tag}]", _hp_diff(netres.d_steps, nethp.d_steps),
-              1e-10 * (float(np.max(np.abs(nethp.d_steps.astype(float)))) + 1), "1e-10 x max |d X_L / d h|"),
+              1e-10 * (float(np.max(np.abs(nethp.d_steps.astype(float)))) + 1), "1e-10 x max |d X_L / d h|", quantity=_DIFF),
     ]
 
 
@@ -118,7 +124,8 @@ def _witness_check(tag: str, blocks, X, control) -> Check:
     doc = make(blocks, X, Y, "continuous", control, 1e-11)
     verdict = replay(parse(dumps(doc)))
     return check(f"witness round trip replays within tolerance [{tag}]", verdict["error"] + verdict["integration_error_estimate"],
-                 doc["tolerance"], "tolerance written into the witness")
+                 doc["tolerance"], "tolerance written into the witness",
+                 quantity="max |image - target| + integration error estimate, float64 replay")
 
 
 def _permutation_check(tag: str, blocks, X, control) -> Check:
@@ -126,7 +133,8 @@ def _permutation_check(tag: str, blocks, X, control) -> Check:
     a = flow(blocks, control, X).end[:, perm]
     b = flow(blocks, control, X[:, perm]).end
     return check(f"full attention is permutation equivariant [{tag}]", np.max(np.abs(a - b)), 1e-12,
-                 "1e-12: two float64 integrations of the same trajectory, estimate 1e-14 each")
+                 "1e-12: two float64 integrations of the same trajectory, estimate 1e-14 each",
+                 quantity="max |permuted flow - flow of the permuted inputs|")
 
 
 def _coincidence_check(tag: str, blocks, X, control) -> Check:
@@ -135,7 +143,8 @@ def _coincidence_check(tag: str, blocks, X, control) -> Check:
     end = flow(blocks, control, Xc).end
     gap = np.max(np.abs(end[:, -1] - end[:, 0]))
     return check(f"coincident tokens stay coincident [{tag}]", gap, 1e3 * UNIT * (np.max(np.abs(end)) + 1),
-                 "1e3 u max|x|: the two tokens follow identical arithmetic up to summation order")
+                 "1e3 u max|x|: the two tokens follow identical arithmetic up to summation order",
+                 quantity="max |x_n(T) - x_1(T)| for x_n(0) = x_1(0)")
 
 
 def _first_token_check(tag: str, blocks, X, control) -> Check:
@@ -145,4 +154,5 @@ def _first_token_check(tag: str, blocks, X, control) -> Check:
         x1 = scipy.linalg.expm(t * blocks[b].V) @ x1
     gap = np.max(np.abs(end[:, 0, :] - x1.T))
     return check(f"causal first token moves by expm(tau V) [{tag}]", gap, 1e-12 * (np.max(np.abs(x1)) + 1),
-                 "1e-12 relative: float64 integration (estimate 1e-14) against scipy.linalg.expm")
+                 "1e-12 relative: float64 integration (estimate 1e-14) against scipy.linalg.expm",
+                 quantity="max |first tokens - expm products applied to x_1|")
