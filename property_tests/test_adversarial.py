@@ -172,6 +172,8 @@ def test_nothing_is_written_through_a_symlink_inside_out(report, tmp_path):
     target.mkdir()
     (target / "appendix.tex").symlink_to(elsewhere / "appendix.tex")
     r = run("appendix", "--report", str(report / "verification.json"), "--out", str(target))
+    assert one_line(r) and "already exists" in r.stderr and "--force" in r.stderr, r.stderr  # not unasked
+    r = run("appendix", "--report", str(report / "verification.json"), "--out", str(target), "--force")
     assert r.returncode == 0, r.stderr  # a link where a file goes is replaced by the file, never written through
     assert not (target / "appendix.tex").is_symlink() and "\\begin" in (target / "appendix.tex").read_text()
     assert (elsewhere / "appendix.tex").read_text() == "the user's"
@@ -186,7 +188,8 @@ def test_a_summary_that_is_a_directory_is_refused_in_one_line(tmp_path):
 
 @pytest.mark.parametrize("edit, field", [
     (lambda doc: doc["theorems"][0]["checks"][0].update(details={"trajectory": "oops"}), "fig-trajectories"),
-    (lambda doc: doc["theorems"][0]["checks"][0].update(details={"sigma_by_degree": [1, "x"], "sigma_min": 1}),
+    (lambda doc: doc["theorems"][0]["checks"][0].update(details={"sigma_by_degree": [1, "x"], "sigma_min": 1,
+                                                                 "rank_bound": 2}),
      "fig-singular-values"),
     (lambda doc: doc.update(reach=[{"m": 8, "shape": [1, 2, 4], "depth": "finite", "instances": 2, "budget": 1,
                                    "success_rate": 0.5, "median_depth": 3, "worst_replay_error": 1e-12}]),

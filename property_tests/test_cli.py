@@ -102,16 +102,29 @@ def test_help_lists_subcommands():
     assert r.returncode == 0 and "check" in r.stdout and "selfcheck" in r.stdout
 
 
-def test_selfcheck_writes_report(tmp_path):
+def test_selfcheck_writes_report_and_replaces_it_only_when_forced(tmp_path):
     r = run("selfcheck", "--quick", "--quiet", "--out", str(tmp_path / "rep"))
     assert r.returncode == 0, r.stderr
-    doc = json.loads((tmp_path / "rep" / "verification.json").read_text())
+    path = tmp_path / "rep" / "verification.json"
+    first = path.read_text()
+    doc = json.loads(first)
     assert doc["schema"] == "verification-report/1" and doc["passed"] and len(doc["checks"]) > 10
-    r2 = run("selfcheck", "--quick", "--quiet", "--out", str(tmp_path / "rep2"))
+    assert all(c["quantity"] for c in doc["checks"]) and doc["code"]["version"]
+    refused = run("selfcheck", "--quick", "--quiet", "--out", str(tmp_path / "rep"))
+    assert refused.returncode == 2 and "already exists" in refused.stderr and "--force" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and path.read_text() == first
+    r2 = run("selfcheck", "--quick", "--quiet", "--force", "--out", str(tmp_path / "rep"))
     assert r2.returncode == 0, r2.stderr
-    doc2 = json.loads((tmp_path / "rep2" / "verification.json").read_text())
+    doc2 = json.loads(path.read_text())
     doc.pop("timings"), doc2.pop("timings")
     assert doc == doc2  # deterministic apart from timings
+
+
+def test_run_refuses_to_replace_a_report_before_any_work(tmp_path):
+    (tmp_path / "verification.json").write_text("the user's")
+    r = run("run", "--theorem", "causal", "--no-reach", "--scheduler", "none", "--out", str(tmp_path))
+    assert r.returncode == 2 and "already exists" in r.stderr and "--force" in r.stderr
+    assert (tmp_path / "verification.json").read_text() == "the user's" and not (tmp_path / "summary.md").exists()
 
 
 # ---------------------------------------------------------------- verify rank
@@ -138,6 +151,10 @@ def test_rank_json_dump_and_certify(tmp_path):
         assert list(z["words"][:3]) == ["0", "1", "[0,1]"]
     again = run("rank", "--inputs", str(x), "--seed", "4", "--dump", str(dump))
     assert again.returncode == 2 and "already exists" in again.stderr
+    dump.write_text("the user's")
+    assert run("rank", "--inputs", str(x), "--seed", "4", "--dump", str(dump), "--force").returncode == 0
+    with np.load(dump) as z:  # replaced, as asked
+        assert z["matrix"].shape[0] == 8
 
 
 def test_rank_saturated_attention_is_undecided_not_a_verdict(tmp_path):

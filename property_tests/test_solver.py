@@ -39,6 +39,7 @@ from verify.search.solver import solve, start
 from verify.search.steering import realize
 from verify.search.steps import inverse, merge
 from verify.verdicts import replay
+from verify.version import provenance
 
 from . import independent
 from .test_cli import run, save_npy
@@ -490,9 +491,14 @@ def test_interpolate_cli(tmp_path):
     assert set(res["lost_in_finish"]) <= set(LOSSES)  # the stages at which fits were lost, if any
     doc = json.loads(out.read_text())
     assert doc["provenance"]["seeds"] and doc["depth"] == "finite" and doc["tolerance"] == 1e-10
+    assert doc["provenance"]["code"] == provenance()  # the witness names the code that wrote it
     assert run("check", str(out)).returncode == 0
     again = run("interpolate", "--inputs", str(x), "--targets", str(y), "--seed", "3", "--out", str(out))
-    assert again.returncode == 2 and "already exists" in again.stderr
+    assert again.returncode == 2 and "already exists" in again.stderr and "--force" in again.stderr
+    out.write_text("the user's")
+    forced = run("interpolate", "--inputs", str(x), "--targets", str(y), "--seed", "3", "--depth", "finite",
+                 "--out", str(out), "--force", "--quiet")
+    assert forced.returncode == 0 and json.loads(out.read_text())["depth"] == "finite"  # replaced when asked
     rev = save_npy(tmp_path, "rev.npy", Y[:, ::-1])
     r = run("interpolate", "--inputs", str(x), "--targets", str(rev), "--seed", "3")
     assert r.returncode == 2 and "change order" in r.stderr and "Traceback" not in r.stderr

@@ -100,7 +100,9 @@ def run(profile: str, seed: int, progress: Callable[[str], None] | None = None) 
     out = [linearity_check(tag, blocks, X, seed)]
     gl = certify.generates_gl(blocks[0].V, blocks[1].V)
     out.append(check(r"$V_0, V_1$ generate $\mathfrak{gl}(d)$", gl["dimension"] - gl["rank"], 0.0,
-                     gl["method"], quantity=r"$d^2$ minus the rank of the words in $V_0, V_1$, exactly over $\mathbb{Q}$",
+                     r"$\dim \mathfrak{gl}(d) = d^2$: the words span it exactly when nothing is missing; "
+                     f"decided by the {gl['method']}",
+                     quantity=r"$d^2$ minus the rank of the words in $V_0, V_1$, exactly over $\mathbb{Q}$",
                      certified=bool(gl["certified"]), rank=gl["rank"], dimension=gl["dimension"],
                      words=gl["words"]))
     say("T3: rank formula")

@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import io
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -26,13 +27,15 @@ from verify.lie.hall import basis, str_word
 from verify.model.blocks import gaussian_blocks
 from verify.model.dynamics import dynamics
 from verify.reporting import appendix, report, selfcheck, summary
-from verify.reporting.results import kind_of
+from verify.reporting.results import kind_of, yes_no
+from verify.reporting.rounding import bound, down, up
 from verify.search import solver
 from verify.search.settings import Settings
 from verify.sweep import runner
 from verify.sweep.records import JOURNAL as JOURNAL_WHERE
 from verify.sweep.runner import SweepOptions
 from verify.verdicts import replay
+from verify.version import describe
 
 CERTIFY_SECONDS = 600.0  # check --certify gives up (UNDECIDED) after ten minutes
 JOURNAL = "journal.jsonl"  # verify run's sweep journal, in its --out directory (resumed with --resume)
@@ -58,10 +61,10 @@ def _estimate(w: witness.Witness, args: argparse.Namespace) -> int:
         head = f"{word} (estimate, not a proof): {_head(verdict)}"
         if "reason" in verdict:
             print(f"{head}: {verdict['reason']}" + (f"; {verdict['next']}" if "next" in verdict else ""))
-        else:
+        else:  # a network's layers are exact maps: its estimate is of rounding only
+            estimate = "integration error estimate" if w.depth == "continuous" else "rounding error estimate"
             print(f"{head}: max |image - target| = {verdict['error']:.3e}, "
-                  f"integration error estimate = {verdict['integration_error_estimate']:.1e}, "
-                  f"tolerance = {verdict['tolerance']:.3e}")
+                  f"{estimate} = {verdict['integration_error_estimate']:.1e}, tolerance = {verdict['tolerance']:.3e}")
     return EXIT_OK if verdict["passed"] else EXIT_FAIL
 
 
@@ -86,12 +89,12 @@ def _certify(w: witness.Witness, args: argparse.Namespace) -> int:
             work = ("no step moves the inputs" if verdict["precision"].startswith("exact") else
                     f"enclosure width {verdict['width']:.1e}" + (f", {verdict['validated_steps']} validated Taylor steps"
                                                                    if w.depth == "continuous" else ", layers in balls"))
-            print(f"{head}: max |image - target| <= {verdict['error_upper']:.3e} ({work}), tolerance = "
+            print(f"{head}: max |image - target| <= {up(verdict['error_upper'], 4)} ({work}), tolerance = "
                   f"{verdict['tolerance']:.3e} ({time.perf_counter() - t0:.1f} s)")
         print(f"  numbers: {verdict['numbers']}")
         if "existence" in verdict:
             e = verdict["existence"]
-            print(f"  exact solution: durations within {e['distance']:.1e} of steps {e['free_steps']} (the rest as "
+            print(f"  exact solution: durations within {up(e['distance'], 2)} of steps {e['free_steps']} (the rest as "
                   "written) map the inputs exactly onto the targets (Krawczyk-type test on the validated flow's Taylor "
                   "model, proved in Arb)" if e["certified"]
                   else f"  exact solution: not proved ({e['reason']})")
@@ -103,7 +106,7 @@ def _limits(args: argparse.Namespace) -> Limits:
 
 
 def _selfcheck(args: argparse.Namespace) -> int:
-    check_outputs(datafiles.output_directory(args.out, "--out"), ("verification.json",))
+    check_outputs(datafiles.output_directory(args.out, "--out"), ("verification.json",), force=args.force)
     t0 = time.perf_counter()
     checks = selfcheck.run(args.seed, selfcheck.QUICK_SHAPES if args.quick else selfcheck.STANDARD_SHAPES)
     doc = report.document("engine-selfcheck", args.seed, checks, {"total_s": round(time.perf_counter() - t0, 3)})
@@ -112,7 +115,7 @@ def _selfcheck(args: argparse.Namespace) -> int:
         print(report.dumps(doc), end="")
     elif not args.quiet:
         for c in checks:
-            print(f"{'PASS' if c.passed else 'FAIL'}  {c.value:9.2e} <= {c.bound:9.2e}  {c.name}")
+            print(f"{'PASS' if c.passed else 'FAIL'}  {_row(c.as_dict())}  {c.name}")
         print(f"{sum(c.passed for c in checks)} of {len(checks)} checks passed; wrote {path}")
     return EXIT_OK if doc["passed"] else EXIT_FAIL
 
@@ -134,8 +137,9 @@ def _progress(quiet: bool, after: float = 0.0, every: float = 0.0) -> Callable[[
 def _run(args: argparse.Namespace) -> int:
     progress = _progress(args.quiet or args.json or not sys.stderr.isatty())
     out = datafiles.output_directory(args.out, "--out")
-    _check_report_paths(out)
+    _check_report_paths(out, args.force, args.resume)
     benchmarks = _benchmark_rows(out)  # read now: a damaged file is refused before the work
+    self_checked = report.selfcheck_verdict(out / SELFCHECK, SELFCHECK, _limits(args))
     options = SweepOptions(scheduler=args.scheduler, workers=args.workers, journal=out / JOURNAL, resume=args.resume,
                            check=registry.check_resumed)
     t0 = time.perf_counter()
@@ -158,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
                                  "digits, Krawczyk at 50 to 400 digits (escalating); gl(d) exactly over Q"}
     doc = report.theorem_document(args.profile, args.seed, theorems,
                                   timings | {"total_s": round(time.perf_counter() - t0, 3)}, precision, reach_rows,
-                                  resumed=resumed)
+                                  resumed=resumed, selfcheck=self_checked)
     path = report.write(doc, args.out)
     rendered = report.plain(doc)
     replace_file(Path(args.out) / "summary.md", summary.render(rendered, *benchmarks))
@@ -170,23 +174,33 @@ def _run(args: argparse.Namespace) -> int:
             told = " (taken from the journal of an earlier run, not recomputed)" if t.get("from_journal") else ""
             print(f"{'PASS' if t['passed'] else 'FAIL'}  {t['name']}: {t['title']}{told}")
             for c in t["checks"]:
-                print(f"  {'PASS' if c['passed'] else 'FAIL'}  {c['value']:9.2e} <= {c['bound']:9.2e}  {c['name']} "
-                      f"[{kind_of(c)}]")
+                print(f"  {'PASS' if c['passed'] else 'FAIL'}  {_row(c)}  {c['name']} [{kind_of(c)}]")
         n_checks = sum(len(t["checks"]) for t in theorems)
         n_pass = sum(c["passed"] for t in theorems for c in t["checks"])
-        print(f"{n_pass} of {n_checks} checks passed ({args.profile} profile, seed {args.seed}); wrote {path}")
+        print(f"engine self-check: {summary.selfcheck_line(doc)}")
+        print(f"{n_pass} of {n_checks} checks passed ({args.profile} profile, seed {args.seed}; code "
+              f"{describe(doc['code'])}); wrote {path}")
     return EXIT_OK if doc["passed"] else EXIT_FAIL
 
 
-REPORT_FILES = ("verification.json", "summary.md", JOURNAL)
+def _row(c: dict[str, Any]) -> str:
+    """'1.79e-15 <= 1.00e-10' (value rounded up, bound down), '2.22e-27 < 1', or 'yes (need yes)'."""
+    if c.get("boolean"):
+        return f"{yes_no(c):>9} {'(need yes)':<11}"
+    return f"{up(c['value'], 3):>9} {bound(c['bound']):<11}"
+
+
+REPORT_FILES = ("verification.json", "summary.md")
 APPENDIX_FILES = ("appendix.tex", "standalone.tex",
                   *(f"{stem}{suffix}" for stem in appendix.FIGURE_STEMS for suffix in (".pdf", ".png")))
+SELFCHECK = "selfcheck/verification.json"  # where `make verify` writes the self-check; the run reports its verdict
 
 
-def _check_report_paths(out: Path) -> None:
-    """Refuse, before the work, an output directory whose report paths would fail or lead outside it."""
-    check_outputs(out, REPORT_FILES, ("appendix",))
-    check_outputs(out / "appendix", APPENDIX_FILES)
+def _check_report_paths(out: Path, force: bool, resume: bool) -> None:
+    """Refuse, before the work, an output directory whose report paths would fail, lead outside
+    it, or replace earlier outputs without ``force`` (the journal is an input under ``resume``)."""
+    check_outputs(out, REPORT_FILES + (() if resume else (JOURNAL,)), ("appendix",), force=force)
+    check_outputs(out / "appendix", APPENDIX_FILES, force=force)
 
 
 def _benchmark_rows(reports: Path) -> tuple[list | None, list | None]:
@@ -210,7 +224,7 @@ def _appendix(args: argparse.Namespace) -> int:
     if target.is_symlink():
         raise InputError(f"{target} is a symbolic link; give a real directory (the suite writes only inside it)")
     out = datafiles.output_directory(target, "--out")
-    check_outputs(out, APPENDIX_FILES)
+    check_outputs(out, APPENDIX_FILES, force=args.force)
     written = appendix.write(doc, out, registry.statements())
     print(f"wrote {', '.join(str(p) for p in written)}")
     return EXIT_OK
@@ -242,7 +256,7 @@ def _rank(args: argparse.Namespace) -> int:
     X = datafiles.load_collection(args.inputs, limits=_limits(args), exact=True)
     blocks = _blocks_from(args, X.shape[2])
     if args.dump:
-        check_creatable(args.dump, "--dump", ".npz")  # np.savez would add the suffix and miss the check
+        check_creatable(args.dump, "--dump", ".npz", force=args.force)  # np.savez would add the suffix and miss the check
     t0 = time.perf_counter()
     res = rank.analyse(blocks, X, max_degree=args.max_degree, dps=args.dps, certify=not args.estimate,
                        deadline=t0 + args.budget, progress=_progress(args.json, after=2.0))
@@ -258,7 +272,7 @@ def _rank(args: argparse.Namespace) -> int:
         buf = io.BytesIO()
         np.savez(buf, matrix=np.asarray(res.matrix, dtype=float), words=np.array([str_word(w) for w in basis(res.max_degree)]),
                  sequences=np.array(res.sequences))
-        create_exclusive(args.dump, buf.getvalue())
+        (replace_file if args.force and os.path.lexists(args.dump) else create_exclusive)(args.dump, buf.getvalue())
     if res.undecided:
         out["undecided"] = flags(res.undecided)
     if args.json:
@@ -269,7 +283,7 @@ def _rank(args: argparse.Namespace) -> int:
     cert = res.certificate or {}
     if res.verdict == "CERTIFIED":
         print(f"CERTIFIED: bracket rank {res.bound} of {res.dimension} = {bound}; degree {res.min_degree} (counting "
-              f"bound {res.counting_degree}), sigma_min >= {cert['sigma_min_lower']:.3e} (Arb, {cert['digits']} digits)")
+              f"bound {res.counting_degree}), sigma_min >= {down(cert['sigma_min_lower'], 4)} (Arb, {cert['digits']} digits)")
     elif res.verdict == "FAIL":
         print(f"FAIL: the brackets span at least {cert['rank_at_least']} dimensions (Arb), more than {bound}: the "
               "invariants' bound is wrong for these data")
@@ -299,7 +313,7 @@ def _interpolate(args: argparse.Namespace) -> int:
     if not (np.isfinite(args.prune) and args.prune >= 0):
         raise InputError(f"--prune must be a number of seconds >= 0 (0: no pruning), got {args.prune}")
     if args.out:
-        check_creatable(args.out, "--out")  # before the search, not after it
+        check_creatable(args.out, "--out", force=args.force)  # before the search, not after it
     settings = Settings(
         tolerance=args.tolerance, depth=args.depth, method=args.method, seed=args.search_seed,
         time_budget=args.time_budget, prune=args.prune, **({"max_depth": args.max_depth} if args.max_depth else {}),
@@ -324,7 +338,7 @@ def _interpolate(args: argparse.Namespace) -> int:
             out["replay_high_precision"] = replay.replay(witness.from_dict(doc), args.dps)
         ok = checked["passed"] and out.get("replay_high_precision", {"passed": True})["passed"]
         if ok and args.out:
-            witness.save(doc, args.out)
+            witness.save(doc, args.out, force=args.force)
             out["witness"] = args.out
     else:
         ok = False
@@ -335,7 +349,7 @@ def _interpolate(args: argparse.Namespace) -> int:
         wrote = f"; wrote {args.out}" if ok and args.out else ""
         missed = [r for r in (out.get("replay"), out.get("replay_high_precision")) if r and not r["passed"]]
         why = "".join(f"; but its replay in {r['precision']} misses the tolerance {r['tolerance']:.1e}: error "
-                      f"{r['error']:.2e} + estimate {r['integration_error_estimate']:.2e}" for r in missed)
+                      f"{r['error']:.2e} + error estimate {r['integration_error_estimate']:.2e}" for r in missed)
         if not sol.success:  # the message says what was reached; there is no control to describe
             print(f"FAIL: {sol.message} ({sol.wall_time:.1f} s)")
         else:

@@ -15,6 +15,7 @@ from verify.io.errors import InputError
 from verify.io.files import Limits, decimal
 from verify.lie import rank
 from verify.sweep import runner
+from verify.version import NAME, describe, provenance
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
 THEOREM_NAMES = ["two_block", "finite_depth", "causal"]  # the registry's names (theorems.registry.THEOREMS)
@@ -73,6 +74,21 @@ def _digits(text: str) -> int:
                                          f"got {text!r}") from None
 
 
+class _Version(argparse.Action):
+    """``--version``: the suite's version and, from a git checkout, its commit (asked of git only then)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(f"verify ({NAME}) {describe(provenance())}")
+        parser.exit(0)
+
+
+def _add_force(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--force", action="store_true", help=f"replace {what} if it exists (default: refuse before any work)")
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line with a hint (exit 2), not the usage block."""
 
@@ -85,6 +101,7 @@ def parser() -> argparse.ArgumentParser:
         prog="verify",
         description="Verification suite for universal interpolation by two frozen attention blocks.",
     )
+    p.add_argument("--version", action=_Version, help="print the suite's version and git commit, and exit")
     p.add_argument("--max-file-mb", type=_count, default=Limits().max_bytes // 2**20, metavar="MB",
                    help="largest input file read, in MiB (default %(default)s)")
     p.add_argument("--max-steps", type=_count, default=Limits().max_steps, metavar="K",
@@ -142,7 +159,8 @@ def _add_rank(sub: Any) -> None:
     r.add_argument("--dps", type=_digits, default=None, help="compute the brackets at this many digits (no escalation)")
     r.add_argument("--budget", type=_seconds, default=600.0, metavar="SECONDS",
                    help="seconds after which no more digits are tried (default 600)")
-    r.add_argument("--dump", metavar="M.npz", help="write the bracket matrix and its words (refuses to overwrite)")
+    r.add_argument("--dump", metavar="M.npz", help="write the bracket matrix and its words to a new file")
+    _add_force(r, "the --dump file")
     r.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -165,7 +183,8 @@ def _add_interpolate(sub: Any) -> None:
     i.add_argument("--prune", type=float, default=0.0, metavar="SECONDS",
                    help="then spend up to this long removing steps from the control or network found, each removal "
                         "corrected and replayed within the tolerance (default 0: no pruning)")
-    i.add_argument("--out", metavar="W.json", help="witness file to write (refuses to overwrite)")
+    i.add_argument("--out", metavar="W.json", help="witness file to write (a new file)")
+    _add_force(i, "the --out witness")
     i.add_argument("--json", action="store_true")
     i.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
@@ -192,25 +211,31 @@ def _add_run(sub: Any) -> None:
     t.add_argument("--resume", action="store_true",
                    help="take units finished by an earlier run with the same code from OUT/journal.jsonl "
                         "instead of computing them again (the report counts them)")
+    _add_force(t, "verification.json, summary.md, the journal and appendix/ in OUT")
     t.add_argument("--json", action="store_true", help="print the report as JSON")
     t.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
 def _add_appendix(sub: Any) -> None:
     a = sub.add_parser("appendix", help="regenerate the LaTeX appendix from an existing verification.json",
-                       description="Render appendix.tex (booktabs tables of every check; \\input it into a paper) and "
-                                   "standalone.tex (compiles on its own with pdflatex) from a report written by "
-                                   "`verify run`, without recomputing anything.")
+                       description="Render appendix.tex (tables of every check, figures; \\input it into a paper whose "
+                                   "preamble has the line its first comments give) and standalone.tex (compiles on its "
+                                   "own with pdflatex) from a report written by `verify run`, without recomputing "
+                                   "anything.")
     a.add_argument("--report", default="reports/verification.json", help="default: reports/verification.json")
     a.add_argument("--out", default=None, help="directory to write into (default: appendix/ next to the report)")
+    _add_force(a, "the appendix's files in that directory")
 
 
 def _add_selfcheck(sub: Any) -> None:
-    s = sub.add_parser("selfcheck", help="run the engine's self-checks and write reports/verification.json",
+    s = sub.add_parser("selfcheck", help="run the engine's self-checks and write reports/selfcheck/verification.json",
                        description="Conventions and invariants of the engine measured on seeded instances.")
     s.add_argument("--seed", type=_seed, default=0)
     s.add_argument("--quick", action="store_true", help="one small shape instead of four")
-    s.add_argument("--out", default="reports", help="directory for verification.json (default: reports)")
+    s.add_argument("--out", default="reports/selfcheck",
+                   help="directory for verification.json (default: reports/selfcheck, where `verify run --out reports` "
+                        "finds it and reports its verdict)")
+    _add_force(s, "verification.json in that directory")
     s.add_argument("--json", action="store_true", help="print the report as JSON")
     s.add_argument("--quiet", action="store_true", help="print nothing but errors")
 
@@ -219,7 +244,7 @@ def _add_selfcheck(sub: Any) -> None:
 FLAGS = {"workers=": "--workers ", "scheduler 'local'": "--scheduler local",
          "raise the limit max_bytes": "raise it with --max-file-mb", "raise the limit max_steps": "raise it with --max-steps",
          "(max_degree)": "(--max-degree)",
-         "give dps ": "give --dps ", "(dps)": "(--dps)"}
+         "give dps ": "give --dps ", "(dps)": "(--dps)", "(force)": "(--force)"}
 
 
 def flags(text: str) -> str:

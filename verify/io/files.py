@@ -176,18 +176,19 @@ def decimal(text: str, where: str) -> str:
     return text
 
 
-def check_creatable(path: str | Path, option: str = "output", suffix: str | None = None) -> Path:
+def check_creatable(path: str | Path, option: str = "output", suffix: str | None = None, *, force: bool = False) -> Path:
     """Refuse, before any work, an output path that is taken (a file, a link, even a dangling
-    one), whose directory does not exist, whose name is too long, or (``suffix``) that ends
-    otherwise."""
+    one; with ``force`` a file or link is allowed, to be replaced by :func:`replace_file`), whose
+    directory does not exist, whose name is too long, or (``suffix``) that ends otherwise."""
     p = Path(path)
     if suffix is not None and p.suffix.lower() != suffix:
         raise InputError(f"{option} {_shown(p)}: writes a {suffix} file; give a path ending in {suffix}")
     if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in p.parts):
         raise InputError(f"{option} {_shown(p)}: a name longer than 255 bytes; choose a shorter one")
     taken, parent_ok = os.path.lexists(p), p.parent.is_dir()  # lexists: a dangling link is taken too
-    if taken:
-        raise InputError(f"{_shown(p)} already exists; choose another {option} path or remove it first")
+    if taken and not (force and (p.is_symlink() or p.is_file())):
+        raise InputError(f"{_shown(p)} already exists; choose another {option} path, remove it first, or replace it "
+                         "(force)")
     if not parent_ok:
         raise InputError(f"{option} {_shown(p)}: the directory {_shown(p.parent)} does not exist; make it or choose another path")
     if not os.access(p.parent, os.W_OK | os.X_OK):
@@ -208,17 +209,22 @@ def create_exclusive(path: str | Path, text: str | bytes) -> None:
         f.write(text.encode("utf-8") if isinstance(text, str) else text)
 
 
-def check_outputs(directory: str | Path, files: tuple[str, ...] = (), folders: tuple[str, ...] = ()) -> None:
-    """Refuse, before any work, what would make a report write outside ``directory`` or fail
-    after the work: one of ``files`` (rewritten by :func:`replace_file`) that is a directory or
-    another non-file (a link is fine: it is replaced, never followed), or one of ``folders``
-    (written into) that is a symbolic link (writing into it would write wherever it points) or
-    not a directory.  Paths are relative to ``directory``."""
+def check_outputs(directory: str | Path, files: tuple[str, ...] = (), folders: tuple[str, ...] = (), *,
+                  force: bool = False) -> None:
+    """Refuse, before any work, what would make a report write outside ``directory``, fail after
+    the work, or replace an earlier output unasked: one of ``files`` (rewritten by
+    :func:`replace_file`) that exists (allowed with ``force``, where a link is replaced, never
+    followed) or is a directory or another non-file, or one of ``folders`` (written into) that
+    is a symbolic link (writing into it would write wherever it points) or not a directory.
+    Paths are relative to ``directory``."""
     d = Path(directory)
     for name in files:
         p = d / name
         if os.path.lexists(p) and not p.is_symlink() and not p.is_file():
             raise InputError(f"{_shown(p)} exists and is not a file; remove it or choose another output directory")
+        if os.path.lexists(p) and not force:
+            raise InputError(f"{_shown(p)} already exists; choose another output directory, or replace the outputs "
+                             "there (force)")
     for name in folders:
         p = d / name
         if p.is_symlink():

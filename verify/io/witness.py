@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -47,10 +48,20 @@ import numpy as np
 
 from verify.io import validate
 from verify.io.errors import InputError
-from verify.io.files import DEFAULT_LIMITS, Limits, check_creatable, create_exclusive, decimal, load_json, parse_json
+from verify.io.files import (
+    DEFAULT_LIMITS,
+    Limits,
+    check_creatable,
+    create_exclusive,
+    decimal,
+    load_json,
+    parse_json,
+    replace_file,
+)
 from verify.lie.symmetry import exact
 from verify.model.backend import namespace
 from verify.model.blocks import Block
+from verify.version import provenance
 
 SCHEMA = "attention-interpolation-witness/1"
 DEPTHS = {"continuous": ("steps", "duration"), "finite": ("layers", "step")}
@@ -302,7 +313,8 @@ def make(
     **extra: Any,
 ) -> dict[str, Any]:
     """A witness as a JSON-ready dict (floats stay JSON numbers, high-precision numbers
-    become decimal strings)."""
+    become decimal strings); its ``provenance`` names the code that wrote it (``code``:
+    :func:`verify.version.provenance`) besides what the caller gives."""
     if depth not in DEPTHS:
         raise InputError(f"depth must be 'continuous' or 'finite', got {depth!r}")
     key, length = DEPTHS[depth]
@@ -316,6 +328,7 @@ def make(
         key: [{"block": int(b), length: _jsonable(t)} for b, t in steps],
         "tolerance": float(tolerance),
     }
+    extra["provenance"] = {"code": provenance()} | (extra.get("provenance") or {})  # which code wrote it
     return doc | {k: v for k, v in extra.items() if v is not None}
 
 
@@ -323,11 +336,11 @@ def dumps(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=1, sort_keys=False) + "\n"
 
 
-def save(doc: dict[str, Any], path: str | Path, *, overwrite: bool = False) -> Path:
-    """Write a witness; refuses to replace an existing file (or a link) unless ``overwrite``."""
-    p = Path(path)
-    if overwrite:
-        p.write_text(dumps(doc), encoding="utf-8")
-    else:
-        create_exclusive(check_creatable(p), dumps(doc))
+def save(doc: dict[str, Any], path: str | Path, *, force: bool = False) -> Path:
+    """Write a witness; refuses to replace an existing file (or a link) unless ``force``, and
+    then replaces it (a link is replaced, never written through)."""
+    p = check_creatable(path, force=force)
+    if os.path.lexists(p):
+        return replace_file(p, dumps(doc))
+    create_exclusive(p, dumps(doc))
     return p

@@ -1,130 +1,176 @@
 """The LaTeX appendix rendered from a theorem report (``verification-report/2``).
 
-``appendix.tex`` is meant to be ``\\input`` into a paper (it needs ``booktabs``): one
-subsection per theorem with its statement (the report's LaTeX), a booktabs table of its checks
-(value, bound, verdict, certified) and the origin of every bound as a numbered list, then the
-solver's reach table when the report has one.
-``standalone.tex`` wraps it in a minimal article so that it compiles on its own with pdflatex.
+``appendix.tex`` is meant to be ``\\input`` into a paper whose preamble has the line of
+:data:`PREAMBLE`.  Figures are found through the macro ``\\VerifyAppendixDir``, which defaults to
+the directory the appendix was written to, as the writing command saw it (``reports/appendix``
+for ``make verify``); a paper elsewhere defines it first (``\\newcommand{\\VerifyAppendixDir}
+{../reports/appendix}``).  Labels start with ``verify-`` so that they cannot clash with the
+paper's.  One section: how to read it (the code's version and commit, profile, seed, the
+engine self-check), then one subsection per theorem with its statement (the report's LaTeX,
+when it is the suite's own), a table of its checks (value rounded up, bound rounded down,
+verdict, kind) whose rows cite numbered notes (what the value is, where the bound comes from;
+each distinct note once), the solver's reach table when the report has one, and the figures
+(:mod:`verify.reporting.figures`), each with a caption that says what to see.
+``standalone.tex`` wraps it in a minimal article that compiles on its own with pdflatex.
 Rendering reads only the report, never recomputes, and ignores its ``timings``, so a rerun with
-the same seed gives the same files.  Figures (:mod:`verify.reporting.figures`, PDF and PNG) go into the
-same directory, each in a figure environment whose caption states the seed and profile.
+the same seed gives the same files.  Text from the report reaches LaTeX only through
+:mod:`verify.reporting.latex`.
 
 >>> doc = {"profile": "quick", "seed": 3, "passed": True, "theorems": [{"name": "two_block",
 ...        "title": "T_1 & more", "latex": "$x$", "passed": True, "checks": [{"name": "rank [N=1]",
-...        "value": 0.0, "bound": 0.0, "passed": True, "certified": True, "origin": "exact"}]}]}
+...        "value": 0.0, "bound": 0.0, "passed": True, "certified": True, "origin": "exact", "quantity": "q"}]}]}
 >>> tex = render(doc)
->>> "\\\\toprule" in tex and "T\\\\_1 \\\\& more" in tex
+>>> "\\\\toprule" in tex and "T\\\\_1 \\\\& more" in tex and "\\\\label{verify-tab-two-block}" in tex
 True
 """
 
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from verify.io.files import replace_file
-from verify.reporting.results import kind_of
-from verify.reporting.summary import provenance as summary_provenance
+from verify.reporting.latex import escape, text
+from verify.reporting.results import kind_of, notes, yes_no
+from verify.reporting.rounding import bound, down, up
+from verify.reporting.summary import journal_line, selfcheck_line, shapes
+from verify.version import NAME, describe, provenance
 
 FIGURE_STEMS = ("fig-trajectories", "fig-singular-values", "fig-discretisation", "fig-reach")  # figures.FIGURES
-
-_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-            # in the default OT1 text font these three print as an em dash and inverted ! and ?
-            "|": r"\textbar{}", "<": r"\textless{}", ">": r"\textgreater{}"}
-
-
-def escape(text: Any) -> str:
-    """Plain text made safe for LaTeX."""
-    return "".join(_SPECIAL.get(ch, ch) for ch in str(text))
-
+PREAMBLE = r"\usepackage{amsmath,amssymb,booktabs,graphicx,tabularx}"
+_PATH = re.compile(r"[A-Za-z0-9._/+-]{1,300}")  # a directory LaTeX reads as a file name, unescaped
 
 _NON_FINITE = {"inf": r"$\infty$", "-inf": r"$-\infty$", "nan": "NaN"}  # as report.plain writes them
 
 
-def _number(x: Any) -> str:
-    if isinstance(x, (int, float)) and math.isfinite(x):
-        mant, _, exp = f"{x:.2e}".partition("e")
-        return f"${mant}\\times 10^{{{int(exp)}}}$" if x != 0 else "$0$"
+def _number(x: Any, rounding: Callable[[float], str] | None = None) -> str:
+    """A number as $m \\times 10^{e}$ to three digits (``rounding``: up or down, else nearest)."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
+        if x == 0:
+            return "$0$"
+        mant, _, exp = (rounding(x) if rounding else f"{x:.2e}").partition("e")
+        return f"${mant}\\times 10^{{{int(exp)}}}$"
     return _NON_FINITE.get(str(x), escape(x))
 
 
-def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements: dict[str, str] | None = None) -> str:
-    """The body of appendix.tex; ``figures`` are (file stem, caption) pairs.
+def _shown(c: dict[str, Any], key: str) -> str:
+    """A value rounded up, a bound as $<1$ or $\\le$ rounded down, yes/no for a yes/no check."""
+    if yes_no(c, key) or key == "value":
+        return yes_no(c, key) or _number(c[key], up)
+    if isinstance(c[key], (int, float)) and bound(c[key]).startswith("< "):
+        return f"$<{bound(c[key])[2:]}$"
+    shown = _number(c[key], down)
+    return f"$\\le {shown[1:]}" if shown.startswith("$") else shown
 
-    Every string from the report is escaped, except a theorem's LaTeX statement, which is
-    written as LaTeX only when it is the one ``statements`` (name -> LaTeX: the suite's own
-    theorems) holds for that name; any other is escaped as text, so a report cannot smuggle
-    commands such as ``\\input`` into the paper.  Without ``statements`` every statement is escaped."""
+
+def _label(name: Any) -> str:
+    return "verify-" + re.sub(r"[^A-Za-z0-9]+", "-", str(name)).strip("-").lower()
+
+
+def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements: dict[str, str] | None = None,
+           directory: str = ".") -> str:
+    """The body of appendix.tex; ``figures`` are (file stem, caption) pairs in ``directory``.
+
+    Every string from the report goes through :func:`verify.reporting.latex.text`, except a
+    theorem's LaTeX statement, which is written as LaTeX only when it is the one ``statements``
+    (name -> LaTeX: the suite's own theorems) holds for that name; any other is escaped as text,
+    so a report cannot smuggle commands such as ``\\input`` into the paper."""
     statements = statements or {}
-    seed = escape(doc["seed"])
+    seed, profile = escape(doc["seed"]), escape(doc["profile"])
+    here = directory if _PATH.fullmatch(directory) else "."
+    code = describe(doc.get("code"))
+    now = provenance()
+    typeset = "" if not doc.get("code") or doc["code"] == now else f"; typeset by {describe(now)}"
     out = [
-        "% Generated by `verify appendix` from verification.json; do not edit by hand.",
-        f"% Profile {escape(doc['profile'])}, seed {seed}; verdict {'PASS' if doc['passed'] else 'FAIL'}.",
-        "\\section*{Machine-checked evidence}",
-        f"All checks below were computed by the verification suite (profile \\texttt{{{escape(doc['profile'])}}}, "
-        f"seed {seed}); a check passes when its value is at most its bound. Its kind is \\emph{{certified}} when "
-        "every rounding error is enclosed (Arb ball arithmetic or exact rational arithmetic), \\emph{estimate} for a "
-        "floating-point measurement (not a proof), and \\emph{exact} for a decision on the exact data.",
-        escape(summary_provenance(doc).replace("`", "")),
+        "% Generated by `verify` from verification.json; do not edit by hand.",
+        f"% Code: {NAME} {code}{typeset}.",
+        f"% Profile {profile}, seed {seed}; verdict {'PASS' if doc['passed'] else 'FAIL'}.",
+        f"% The paper's preamble needs: {PREAMBLE}",
+        "% A paper in another directory than the one `verify` ran in first sets where the figures are:",
+        "%   \\newcommand{\\VerifyAppendixDir}{path/to/this/directory}",
+        *([] if here == directory else ["% (the directory written to has characters LaTeX cannot take in a file "
+                                        "name; set \\VerifyAppendixDir)"]),
+        f"\\providecommand{{\\VerifyAppendixDir}}{{{here}}}",
+        "\\section*{Machine-checked evidence}\\label{verify-evidence}",
+        f"Every number below was computed by {escape(NAME)} {escape(code)}{escape(typeset)} "
+        f"(profile \\texttt{{{profile}}}, seed {seed}; blocks and instances drawn from the seed). A check passes "
+        "when its value is at most its bound; values are rounded up and bounds down. Its kind is \\emph{certified} "
+        "when every rounding error is enclosed (Arb ball arithmetic or exact rational arithmetic): a proof; "
+        "\\emph{estimate} for a floating-point measurement (not a proof); \\emph{exact} for a decision on the exact "
+        "data. A yes/no check shows yes or no. Each row cites a note saying what its value is and where its bound "
+        f"comes from. Engine self-check: {text(selfcheck_line(doc).replace('`', ''))} "
+        f"{text(journal_line(doc).replace('`', ''))}",  # Markdown's code quotes would print as quotation marks
     ]
     for t in doc["theorems"]:
         latex = t.get("latex", "")
         latex = latex if statements.get(t.get("name")) == latex else escape(latex)
-        out += ["", f"\\subsection*{{{escape(t['title'])}}}", latex, "",
-                "\\begin{table}[ht]", "\\centering\\small",
-                f"\\caption{{{escape(t['title'])}: checks (seed {seed}, {escape(doc['profile'])} profile).}}",
-                "\\begin{tabular}{@{}rp{0.42\\linewidth}llcc@{}}", "\\toprule",
-                "\\# & check & value & bound & verdict & kind \\\\", "\\midrule"]
-        for i, c in enumerate(t["checks"], 1):
-            out.append(f"{i} & {escape(c['name'])} & {_number(c['value'])} & {_number(c['bound'])} & "
-                       f"{'pass' if c['passed'] else 'FAIL'} & {escape(kind_of(c))} \\\\")
-        out += ["\\bottomrule", "\\end{tabular}", "\\end{table}", "", "Origins of the bounds:",
-                "\\begin{enumerate}\\small"]
-        out += [f"\\item {escape(c['origin'])}" for c in t["checks"]]
+        label = _label(f"tab {t['name']}")
+        distinct, cited = notes(t["checks"])
+        out += ["", f"\\subsection*{{{text(t['title'])}}}", latex, "",
+                "\\begin{table}[ht]", "\\centering\\footnotesize\\setlength{\\tabcolsep}{4pt}",
+                f"\\caption{{{text(t['title'])}: checks on instances (N, n, d) {escape(shapes(t))} "
+                f"(seed {seed}, {profile} profile); notes below.}}\\label{{{label}}}",
+                "\\begin{tabularx}{\\linewidth}{@{}r>{\\raggedright\\arraybackslash}Xlllll@{}}", "\\toprule",
+                "\\# & check & value & bound & verdict & kind & note \\\\", "\\midrule"]
+        for i, (c, k) in enumerate(zip(t["checks"], cited, strict=True), 1):
+            out.append(f"{i} & {text(c['name'])} & {_shown(c, 'value')} & {_shown(c, 'bound')} & "
+                       f"{'pass' if c['passed'] else 'FAIL'} & {escape(kind_of(c))} & [{k}] \\\\")
+        out += ["\\bottomrule", "\\end{tabularx}", "\\end{table}", "",
+                f"Notes to Table~\\ref{{{label}}}:", "\\begin{enumerate}\\footnotesize"]
+        out += [f"\\item value: {text(q)}; bound: {text(o)}" for q, o in distinct]
         out.append("\\end{enumerate}")
     if doc.get("reach"):
         out += ["", "\\subsection*{Solver reach on independent Gaussian targets}",
-                "Inputs and targets i.i.d.\\ $N(0, 1)$, blocks drawn with them; not a theorem check: the share of "
-                "instances for which the solver found the control within its work budget. A network that "
-                "amplifies float64 rounding past the tolerance is refined and replayed in high precision "
-                "(last column).", "",
-                "\\begin{table}[ht]", "\\centering\\small",
-                f"\\caption{{Solver reach (seed {seed}, {escape(doc['profile'])} profile).}}",
-                "\\begin{tabular}{@{}rllrlrrrr@{}}", "\\toprule",
-                "$Nnd$ & shape & depth & instances & budget & solved & median depth & worst replay error "
-                "& of which high precision \\\\",
+                "Not a theorem check: inputs and targets i.i.d.\\ $N(0, 1)$, blocks drawn with them; the share of "
+                "instances for which the solver found a control (continuous depth) or network (finite depth) within "
+                "a work budget counted in Jacobians. Median depth counts steps or layers of the solved instances; "
+                "the worst replay error is a float64 estimate, or a high-precision replay for the witnesses counted "
+                "in the last column (HP).", "",
+                "\\begin{table}[ht]", "\\centering\\footnotesize\\setlength{\\tabcolsep}{4pt}",
+                f"\\caption{{Solver reach (seed {seed}, {profile} profile).}}\\label{{verify-tab-reach}}",
+                "\\begin{tabularx}{\\linewidth}{@{}rllr>{\\raggedright\\arraybackslash}Xrlr@{}}", "\\toprule",
+                "$m$ & $(N, n, d)$ & depth & solved & budget & median depth & worst replay error & HP \\\\",
                 "\\midrule"]
         for r in doc["reach"]:
             depth = "--" if r["median_depth"] is None else f"{r['median_depth']:g}"
-            err = "--" if r["worst_replay_error"] is None else _number(r["worst_replay_error"])
-            out.append(f"{escape(r['m'])} & {escape(tuple(r['shape']))} & {escape(r['depth'])} & {escape(r['instances'])} & "
-                       f"{escape(r.get('budget', ''))} & {round(100 * r['success_rate'])}\\,\\% & {depth} & {err} & "
+            err = "--" if r["worst_replay_error"] is None else _number(r["worst_replay_error"], up)
+            solved = f"{round(r['success_rate'] * r['instances'])} of {r['instances']}"
+            out.append(f"{escape(r['m'])} & {escape(tuple(r['shape']))} & {escape(r['depth'])} & {solved} & "
+                       f"{escape(r.get('budget', ''))} & {depth} & {err} & "
                        f"{escape(r.get('high_precision_witnesses', 0))} \\\\")
-        out += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
+        out += ["\\bottomrule", "\\end{tabularx}", "\\end{table}"]
     for stem, caption in figures:
-        out += ["", "\\begin{figure}[ht]", "\\centering",
-                f"\\includegraphics[width=0.7\\linewidth]{{{stem}.pdf}}",
-                f"\\caption{{{escape(caption)}}}", f"\\label{{{stem}}}", "\\end{figure}"]
+        out += ["", "\\begin{figure}[ht]", "\\centering",  # natural size: drawn for one column, fonts as in the text
+                f"\\includegraphics{{\\VerifyAppendixDir/{stem}.pdf}}",
+                f"\\caption{{{text(caption)}}}", f"\\label{{{_label(stem)}}}", "\\end{figure}"]
     return "\n".join(out) + "\n"
 
 
-STANDALONE = r"""\documentclass[11pt]{article}
-\usepackage[margin=2cm]{geometry}
-\usepackage{amsmath,amssymb,booktabs,graphicx}
-\begin{document}
-\input{appendix}
-\end{document}
+STANDALONE = rf"""\documentclass[11pt]{{article}}
+\usepackage[margin=2cm]{{geometry}}
+{PREAMBLE}
+\newcommand{{\VerifyAppendixDir}}{{.}}
+\begin{{document}}
+\input{{appendix}}
+\end{{document}}
 """
 
 
 def write(doc: dict[str, Any], directory: str | Path, statements: dict[str, str] | None = None) -> list[Path]:
     """Write the figures, appendix.tex and standalone.tex into ``directory`` (replacing earlier
-    ones, never through a link); returns the .tex paths."""
+    ones, never through a link; an earlier figure this report has no data for is removed, so
+    that the directory holds what the appendix shows); returns the .tex paths."""
     from verify.reporting import figures  # here: it imports matplotlib, which only the appendix needs
 
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     made = figures.write(doc, d)
-    return [replace_file(d / "appendix.tex", render(doc, made, statements)), replace_file(d / "standalone.tex", STANDALONE)]
+    for stem in set(FIGURE_STEMS) - {s for s, _ in made}:
+        for old in (d / f"{stem}.pdf", d / f"{stem}.png"):
+            if old.is_symlink() or old.is_file():
+                old.unlink()
+    return [replace_file(d / "appendix.tex", render(doc, made, statements, d.as_posix())),
+            replace_file(d / "standalone.tex", STANDALONE)]

@@ -3,7 +3,9 @@
 Two versioned schemas.  ``verification-report/1`` (engine self-checks, ``verify selfcheck``)::
 
     {"schema": ..., "suite": ..., "seed": ..., "passed": bool,
-     "checks": [{"name", "value", "bound", "origin", "passed", "certified", "details"}, ...],
+     "checks": [{"name", "value", "bound", "origin", "passed", "certified", "details", "kind",
+                 "quantity", "boolean"}, ...],
+     "code": {"name", "version", "commit", "dirty"},      <- verify.version.provenance
      "versions": {package: version},
      "timings": {...}}       <- the only part that differs between two runs with one seed
 
@@ -18,10 +20,18 @@ Two versioned schemas.  ``verification-report/1`` (engine self-checks, ``verify 
                 "median_jacobians_solved", "median_depth", "worst_replay_error",
                 "high_precision_witnesses", "failed_units"}, ...] or null,
      "resumed": {"theorems": [names taken from the journal], "reach_instances": count},
+     "selfcheck": {"passed", "checks", "checks_passed", "seed", "file", "code"} or null,
+     "code": {"name", "version", "commit", "dirty"},
      "versions": {...},
      "timings": {"theorems": {name: seconds}, "reach": [seconds per row], "total_s": ...,
                  "sweep": {"scheduler", "units", "ran": {where: count}, "retried", "failed", "seconds"},
                  "machine": {...}}}
+
+A check's ``quantity`` says what its value is; ``boolean`` marks a yes/no check (value 0 for
+yes); both were added within schema /2 and are optional when a report is read (an older one
+renders with "not recorded").  ``code`` names the suite's version and git commit (with
+``dirty`` when tracked files differed from it), so that two reports from different code say so;
+``selfcheck`` is the verdict of the engine self-check found beside the report, if any.
 
 ``sweep`` (:mod:`verify.sweep.records`) says where the units ran; "journal" counts those taken
 from an earlier run's journal (``--resume``).
@@ -32,9 +42,9 @@ budgets counted in Jacobians so that it is deterministic; null when the run skip
 Non-finite numbers are written as the strings "inf", "-inf", "nan" (JSON has no infinities).
 
 >>> from verify.reporting.results import check
->>> doc = document("engine-selfcheck", 0, [check("x", 0.0, 1.0, "test")], {"total_s": 1.0})
->>> doc["passed"], sorted(doc)[:3]
-(True, ['checks', 'passed', 'schema'])
+>>> doc = document("engine-selfcheck", 0, [check("x", 0.0, 1.0, "test", quantity="x")], {"total_s": 1.0})
+>>> doc["passed"], doc["code"]["version"] == __import__("verify").__version__
+(True, True)
 """
 
 from __future__ import annotations
@@ -49,8 +59,9 @@ from typing import Any
 import numpy as np
 
 from verify.io.errors import InputError
-from verify.io.files import replace_file
+from verify.io.files import DEFAULT_LIMITS, Limits, load_json, replace_file
 from verify.reporting.results import Check, passes
+from verify.version import provenance
 
 SCHEMA = "verification-report/1"
 THEOREM_SCHEMA = "verification-report/2"
@@ -74,6 +85,7 @@ def document(suite: str, seed: int, checks: list[Check], timings: dict[str, Any]
         "seed": seed,
         "passed": all(c.passed for c in checks),
         "checks": [c.as_dict() for c in checks],
+        "code": provenance(),
         "versions": versions(),
         "timings": timings,
     }
@@ -81,9 +93,10 @@ def document(suite: str, seed: int, checks: list[Check], timings: dict[str, Any]
 
 def theorem_document(profile: str, seed: int, theorems: list[dict[str, Any]], timings: dict[str, Any],
                      precision: dict[str, Any], reach: list[dict[str, Any]] | None = None,
-                     resumed: dict[str, Any] | None = None) -> dict[str, Any]:
+                     resumed: dict[str, Any] | None = None, selfcheck: dict[str, Any] | None = None) -> dict[str, Any]:
     """``resumed``: the theorems and the number of reach instances taken from a journal
-    (``--resume``) rather than computed in this run; the summary and the appendix say so."""
+    (``--resume``) rather than computed in this run; the summary and the appendix say so.
+    ``selfcheck``: :func:`selfcheck_verdict` of the engine self-check run beside it, or None."""
     return {
         "schema": THEOREM_SCHEMA,
         "suite": "theorems",
@@ -96,10 +109,26 @@ def theorem_document(profile: str, seed: int, theorems: list[dict[str, Any]], ti
         "theorems": theorems,
         "reach": reach,
         "resumed": resumed or {"theorems": [], "reach_instances": 0},
+        "selfcheck": selfcheck,
+        "code": provenance(),
         "versions": versions(),
         "timings": timings | {"machine": {"platform": platform.platform(), "processor": platform.processor(),
                                           "python": platform.python_version()}},
     }
+
+
+def selfcheck_verdict(path: str | Path, shown_as: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any] | None:
+    """The verdict of the self-check report at ``path`` (``verify selfcheck``), for the theorem
+    report: None when there is none; its fields checked, so a damaged file is refused in one line."""
+    p = Path(path)
+    if not p.exists():
+        return None
+    doc = load_json(p, limits)
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("checks"), list):
+        raise InputError(f"{p}: not a self-check report (schema {SCHEMA!r}); remove it or rerun `verify selfcheck`")
+    passed = [passes(c.get("value"), c.get("bound")) if isinstance(c, dict) else False for c in doc["checks"]]
+    return {"passed": all(passed), "checks": len(passed), "checks_passed": sum(passed), "seed": doc.get("seed"),
+            "file": shown_as, "code": doc.get("code")}
 
 
 def plain(x: Any) -> Any:

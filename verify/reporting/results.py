@@ -72,7 +72,8 @@ def check(name: str, value: float, bound: float, origin: str, *, quantity: str, 
 
 def holds(name: str, ok: bool, origin: str, *, certified: bool = False, kind: str | None = None, **details: Any) -> Check:
     """A yes/no check: the claim ``name`` holds (``ok``) or not; value 0 (yes) or 1 (no) against 0."""
-    c = check(name, 0.0 if ok else 1.0, 0.0, origin, quantity="yes or no", certified=certified, kind=kind, **details)
+    c = check(name, 0.0 if ok else 1.0, 0.0, origin, quantity="yes when the claim of the row holds", certified=certified,
+              kind=kind, **details)
     return replace(c, boolean=True)
 
 

@@ -1,30 +1,69 @@
 """``summary.md``: the human summary of a theorem report (``verification-report/2``).
 
-Renders only what the report holds (no recomputation), and nothing from its ``timings``
-section, so two runs with the same seed give identical summaries: a verdict per theorem, each
-theorem's statement and a table of its checks (value, bound, verdict, kind, origin of the
-bound), the solver's reach measured in the run (work budget), and, when their pytest-benchmark
-JSON files are given, the wall-clock reach table (``make reach``) and the performance ratios
-(``make bench``); those two come from files outside the report, so they change only with them.
+Written for a referee who has not seen the code.  It renders only what the report holds (no
+recomputation), and nothing from its ``timings`` section, so two runs with the same seed give
+identical summaries: up front the code that ran (version and commit), the profile and seed,
+the engine self-check's verdict and the instance shapes of each theorem; then per theorem its
+statement, hypotheses and a table of its checks (value rounded up, bound rounded down, verdict,
+kind), each row citing a note that says what its value is and where its bound comes from; the
+solver's reach measured in the run (work budget); and, when their pytest-benchmark JSON files
+are given, the wall-clock reach table (``make reach``) and the performance ratios (``make
+bench``).  What was not run is left out or named in one line that says how to add it.
 
 >>> doc = {"profile": "quick", "seed": 0, "passed": True, "theorems": [{"name": "t", "title": "T",
 ...        "statement": "S.", "passed": True, "checks": [{"name": "c", "value": 0.0, "bound": 1.0,
-...        "passed": True, "certified": False, "origin": "o"}]}]}
->>> print(render(doc).splitlines()[0])
-# Verification summary: PASS (quick profile, seed 0): checks 0 certified, 1 estimate, 0 exact
+...        "passed": True, "certified": False, "origin": "o", "quantity": "q"}]}]}
+>>> text = render(doc)
+>>> print(text.splitlines()[0])
+# Verification summary: PASS (quick profile, seed 0)
+>>> "| 1 | c | 0 | <= 1 | pass | estimate | [1] |" in text and "1. value: q; bound: o" in text
+True
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from verify.reporting.results import kind_of
+from verify.reporting.results import KINDS, kind_of, notes, yes_no
+from verify.reporting.rounding import bound, up
+from verify.version import NAME, describe
 
 
-def _number(x: Any) -> str:
-    return f"{x:.3g}" if isinstance(x, (int, float)) else "-" if x is None else str(x)
+def _number(x: Any, rounding: Callable[..., str] | None = None) -> str:
+    """A number to three significant digits (``rounding``: :func:`up` or :func:`down`, else to nearest)."""
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return "-" if x is None else str(x)
+    return rounding(x, 3, "g") if rounding else f"{x:.3g}"
+
+
+def _shown(c: dict[str, Any], key: str) -> str:
+    """A check's value (rounded up) or bound ('< 1', '<= 1e-10': rounded down); yes/no for a yes/no check."""
+    if yes_no(c, key):
+        return yes_no(c, key)
+    if not isinstance(c[key], (int, float)):  # "inf", "nan": as the report writes them
+        return str(c[key])
+    return _number(c[key], up) if key == "value" else bound(c[key], "g")
+
+
+def shapes(t: dict[str, Any]) -> str:
+    """The instance shapes a theorem was checked on, from its profile settings ((N, n, d) triples)."""
+    sizes = {k: tuple(v) for k, v in (t.get("profile_settings") or {}).items()
+             if isinstance(v, (list, tuple)) and len(v) == 3 and all(isinstance(x, int) for x in v)}
+    return ", ".join(f"{k} {v}" for k, v in sizes.items()) or "not recorded"
+
+
+def selfcheck_line(doc: dict[str, Any]) -> str:
+    """What the report says of the engine's self-check run beside it (``doc["selfcheck"]``)."""
+    s = doc.get("selfcheck")
+    if not s:
+        return ("not run with this report; `verify selfcheck --out OUT/selfcheck` before `verify run --out OUT` "
+                "adds it (`make verify` does).")
+    same = "the same code" if s.get("code") == doc.get("code") else f"other code: {describe(s.get('code'))}"
+    return (f"{'PASS' if s['passed'] else 'FAIL'}, {s['checks_passed']} of {s['checks']} checks (seed {s['seed']}, "
+            f"{s['file']}, {same}).")
 
 
 def _cell(text: str) -> str:
@@ -58,7 +97,7 @@ def performance_rows(benchmark_json: str | Path) -> list[dict[str, Any]]:
     return [r | {"ratio": r["median_s"] / base[r["group"]] if r["group"] in base else None} for r in rows]
 
 
-def provenance(doc: dict[str, Any]) -> str:
+def journal_line(doc: dict[str, Any]) -> str:
     """How many results of the report ``doc`` this run computed, and how many it took from a
     journal (``--resume``; ``doc["resumed"]``)."""
     resumed = doc.get("resumed") or {}
@@ -79,56 +118,72 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
     the performance table (``make bench``) when their benchmark JSON rows are given."""
     verdict = "PASS" if doc["passed"] else "FAIL"
     every = [c for t in doc["theorems"] for c in t["checks"]]
-    kinds = ", ".join(f"{sum(kind_of(c) == k for c in every)} {k}" for k in ("certified", "estimate", "exact"))
-    out = [f"# Verification summary: {verdict} ({doc['profile']} profile, seed {doc['seed']}): checks {kinds}", ""]
-    out += ["| theorem | verdict | checks passed | certified | estimates |", "|---|---|---|---|---|"]
+    kinds = ", ".join(f"{sum(kind_of(c) == k for c in every)} {k}" for k in KINDS)
+    out = [f"# Verification summary: {verdict} ({doc['profile']} profile, seed {doc['seed']})", "",
+           f"- Code: {NAME} {describe(doc.get('code'))}.",
+           f"- Profile `{doc['profile']}`, seed {doc['seed']}: the blocks and every instance are drawn from the seed; "
+           f"{doc.get('blocks', {}).get('initialisation', 'blocks as recorded in verification.json')}.",
+           f"- Engine self-check: {selfcheck_line(doc)}",
+           f"- {len(every)} checks: {kinds}. A check passes when its value is at most its bound. *certified*: every "
+           "rounding error enclosed (Arb balls or exact rational arithmetic), a proof; *estimate*: a floating-point "
+           "measurement, not a proof; *exact*: a decision on the exact data, such as a refusal. A yes/no check "
+           "shows yes or no.",
+           f"- {journal_line(doc)}", "",
+           "| theorem | instance shapes (N, n, d) | verdict | checks passed | certified | estimates | exact |",
+           "|---|---|---|---|---|---|---|"]
     for t in doc["theorems"]:
-        n_pass = sum(c["passed"] for c in t["checks"])
-        n_cert = sum(c["certified"] and c["passed"] for c in t["checks"])
-        n_est = sum(kind_of(c) == "estimate" and c["passed"] for c in t["checks"])
-        out.append(f"| {t['name']}: {_cell(t['title'])} | {'PASS' if t['passed'] else 'FAIL'} | "
-                   f"{n_pass} of {len(t['checks'])} | {n_cert} | {n_est} |")
-    out += ["", "A check's kind: *certified* (every rounding enclosed: Arb balls or exact rational arithmetic), "
-            "*estimate* (a floating-point measurement: not a proof), *exact* (a decision on the exact data, such as a "
-            "refusal)."]
-    out += ["", provenance(doc)]
+        count = {k: sum(kind_of(c) == k and c["passed"] for c in t["checks"]) for k in KINDS}
+        out.append(f"| {t['name']}: {_cell(t['title'])} | {_cell(shapes(t))} | {'PASS' if t['passed'] else 'FAIL'} | "
+                   f"{sum(c['passed'] for c in t['checks'])} of {len(t['checks'])} | {count['certified']} | "
+                   f"{count['estimate']} | {count['exact']} |")
     for t in doc["theorems"]:
         told = " (taken from the journal of an earlier run)" if t.get("from_journal") else ""
-        out += ["", f"## {t['name']}: {t['title']}{told}", "", t["statement"], "",
-                "| check | value | bound | verdict | kind | bound from |", "|---|---|---|---|---|---|"]
-        for c in t["checks"]:
-            out.append(f"| {_cell(c['name'])} | {_number(c['value'])} | {_number(c['bound'])} | "
-                       f"{'pass' if c['passed'] else 'FAIL'} | {kind_of(c)} | {_cell(c['origin'])} |")
+        distinct, cited = notes(t["checks"])
+        out += ["", f"## {t['name']}: {t['title']}{told}", "", t["statement"], ""]
+        if t.get("hypotheses"):
+            out += ["Hypotheses:", "", *(f"- {h}" for h in t["hypotheses"]), ""]
+        out += ["Values are rounded up and bounds down to three digits, so a printed row never looks better than "
+                "the computed one; a bound \"< 1\" is strict. The last column cites the note that says what the "
+                "value is and where the bound comes from.", "",
+                "| # | check | value | bound | verdict | kind | note |", "|---|---|---|---|---|---|---|"]
+        for i, (c, k) in enumerate(zip(t["checks"], cited, strict=True), 1):
+            out.append(f"| {i} | {_cell(c['name'])} | {_shown(c, 'value')} | {_shown(c, 'bound')} | "
+                       f"{'pass' if c['passed'] else 'FAIL'} | {kind_of(c)} | [{k}] |")
+        out += ["", "Notes:", ""]
+        out += [f"{k}. value: {_cell(q)}; bound: {_cell(o)}" for k, (q, o) in enumerate(distinct, 1)]
     out += ["", "## Solver reach on independent Gaussian targets", ""]
     if doc.get("reach"):
-        out += ["Measured in this run with a work budget (the same on every machine); "
-                "see `theorems/reach.py`.", "",
+        out += ["Not a theorem check: the share of instances (inputs and targets i.i.d. N(0, 1)) for which the "
+                "solver found a control or network within a work budget counted in Jacobians (the same on every "
+                "machine; `theorems/reach.py`). Replay errors are float64 estimates, or high-precision replays for "
+                "the witnesses counted in the last column.", "",
                 "| N n d | shape | depth | instances | budget | solved | median Jacobians (solved) | "
-                "median depth | worst replay error | of which high precision |",
+                "median depth (steps or layers) | worst replay error | replayed in high precision |",
                 "|---|---|---|---|---|---|---|---|---|---|"]
         for r in doc["reach"]:
             out.append(f"| {r['m']} | {tuple(r['shape'])} | {r['depth']} | {r['instances']} | {r['budget']} | "
                        f"{round(100 * r['success_rate'])} % | {_number(r['median_jacobians_solved'])} | "
-                       f"{_number(r['median_depth'])} | {_number(r['worst_replay_error'])} | "
+                       f"{_number(r['median_depth'])} | {_number(r['worst_replay_error'], up)} | "
                        f"{r.get('high_precision_witnesses', 0)} |")
     else:
-        out.append("Not measured in this run (it was limited to some theorems, or left the reach table out).")
+        out.append("Not measured in this run: `verify run` without `--theorem` and `--no-reach` measures it.")
     if benchmark_reach:
         out += ["", "Wall-clock reach table from `reports/benchmarks/reach.json` (`make reach`):", "",
                 "| N n d | depth | method | instances | budget (s) | solved | median depth | worst replay error | "
-                "of which high precision |", "|---|---|---|---|---|---|---|---|---|"]
+                "replayed in high precision |", "|---|---|---|---|---|---|---|---|---|"]
         for r in sorted(benchmark_reach, key=lambda r: (r["m"], r["depth"], r["method"])):
             out.append(f"| {r['m']} | {r['depth']} | {r['method']} | {r['instances']} | {_number(r['budget_s'])} | "
                        f"{round(100 * r['success_rate'])} % | {_number(r['median_depth'])} | "
-                       f"{_number(r['worst_replay_error'])} | {r.get('high_precision_witnesses', 0)} |")
-    out += ["", "## Performance", ""]
+                       f"{_number(r['worst_replay_error'], up)} | {r.get('high_precision_witnesses', 0)} |")
     if performance:
-        out += ["From `reports/benchmarks/latest.json` (`make bench`); ratio = median time over the median "
+        out += ["", "## Performance", "",
+                "From `reports/benchmarks/latest.json` (`make bench`); ratio = median time over the median "
                 "of the named baseline in the same group and run.", "",
                 "| group | benchmark | median (s) | ratio to baseline |", "|---|---|---|---|"]
         for r in performance:
             ratio = "" if r["ratio"] is None else f"{r['ratio']:.3g}"
             out.append(f"| {_cell(r['group'])} | {_cell(r['name'])} | {r['median_s']:.3g} | {ratio} |")
-    else:
-        out.append("No benchmark JSON in this report set (run `make bench`).")
+    if not (benchmark_reach and performance):
+        out += ["", "Timed benchmarks are not part of this report; `make reach` and `make bench` write them to "
+                "`reports/benchmarks/`, and the next `verify run` into `reports` adds their tables here."]
     return "\n".join(out) + "\n"

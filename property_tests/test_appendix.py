@@ -1,0 +1,159 @@
+"""What authors and referees hold: the appendix inside a paper in another directory, the
+standalone file without overfull boxes, LaTeX text that only admits a small math vocabulary,
+and the code's version and commit in every output."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from theorems import registry
+from verify.reporting import appendix, latex, summary
+from verify.reporting.appendix import PREAMBLE
+from verify.version import describe, provenance
+
+ROOT = Path(__file__).resolve().parents[1]
+TEX = pytest.mark.skipif(not shutil.which("pdflatex"), reason="pdflatex not installed (.ci/run installs it)")
+OVERFULL_PT = 5.0  # the issue's limit: a box wider than its line by more than 5 pt is a layout fault
+NASTY = "a_b & 50% #1 {y} ~ ^ \\ ||I - R A||_F < 1 > 0 $\\input{/etc/passwd}$ $x^$ $\\mathbb$"
+
+
+def synthetic_report(nasty: bool = False) -> dict:
+    """A report with the data of every figure and every kind of row (no theorem run: seconds);
+    ``nasty``: with LaTeX's special characters and smuggled commands in a title, a name, a
+    quantity and an origin (long unbreakable words there may overrun a line: not a layout test)."""
+    def c(name, value, bound, quantity, origin, **extra):
+        return {"name": name, "value": value, "bound": bound, "passed": value <= bound, "certified": True,
+                "kind": "certified", "origin": origin, "quantity": quantity, "details": extra.pop("details", {}), **extra}
+
+    rank = c("bracket rank equals the invariants' bound 8 of 8 [inputs N=2,n=2,d=2]", 2.2e-27, 1.0,
+             r"$\lVert I - RA \rVert_F$, Arb upper bound", r"an Arb minor with $\lVert I - RA \rVert_F < 1$",
+             details={"sigma_by_degree": {"1": [1.0, 0.1], "2": [1.0, 0.5, 0.1], "3": [1, 0.5, 0.2, 0.1, 0.05, 0.03, 0.02,
+                                                                                       0.01]},
+                      "sigma_min": 0.01, "rank_bound": 8, "noise_level": 1e-9,
+                      "trajectory": [[[[0.0, 0.0], [1.0, 0.0]], [[0.0, 1.0], [1.0, 1.0]]],
+                                     [[[0.5, 0.2], [1.2, 0.1]], [[0.1, 1.3], [0.8, 1.4]]]]})
+    refused = {**c("inadmissible data refused: det G < 0 [(3, 3, 2)]", 0.0, 0.0, "yes or no", "an invariant"),
+               "boolean": True, "kind": "exact", "certified": False}
+    euler = c("Euler splitting error within the derived bound, h = 0.01 [N=2,n=2,d=2]", 1e-4, 1e-3,
+              "max |network - flow|", r"Gronwall + rounding $4 (L+1) u \max \lvert x \rvert$",
+              details={"h": [0.01, 0.005], "errors": [1e-4, 5e-5], "bounds": [1e-3, 5e-4], "order": 1.0})
+    odd = c(NASTY, 1e-300, 1.0, NASTY, NASTY) if nasty else c("a check of an unknown value", 0.5, 1.0, "", "o")
+    theorems = [{"name": "two_block", "title": "Two-block universality", "statement": "S.",
+                 "latex": registry.statements()["two_block"], "passed": True, "hypotheses": ["h"],
+                 "profile_settings": {"shape": [2, 2, 2], "generic": [3, 3, 2]}, "checks": [rank, refused, odd]},
+                {"name": "finite_depth", "title": NASTY if nasty else "Finite depth", "statement": "S.",
+                 "latex": "\\input{x}", "passed": True, "checks": [euler]}]
+    reach = [{"m": m, "shape": [1, 2, m // 4] if m < 18 else [3, 3, 2], "depth": depth, "method": "lm", "instances": 10,
+              "budget": "64 starts x 1000 Jacobians", "success_rate": 0.7, "median_jacobians_solved": 300.0,
+              "median_depth": 40.0, "worst_replay_error": 1e-12, "high_precision_witnesses": 1, "failed_units": []}
+             for m in (4, 8, 18) for depth in ("finite", "continuous")]
+    return {"schema": "verification-report/2", "profile": "paper", "seed": 7, "passed": False, "theorems": theorems,
+            "reach": reach, "code": provenance(),
+            "selfcheck": {"passed": True, "checks": 3, "checks_passed": 3, "seed": 7, "file": "selfcheck/verification.json",
+                          "code": provenance()}}
+
+
+def pdflatex(directory: Path, name: str) -> str:
+    for _ in range(2):  # twice: the references to the tables resolve on the second pass
+        p = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", name], cwd=directory,
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stdout[-3000:]
+    log = (directory / name).with_suffix(".log").read_text(errors="replace")
+    assert "not found" not in log and "Missing character" not in log and "There were undefined references" not in log
+    return log
+
+
+def overfull(log: str) -> list[float]:
+    """Widths (pt) by which boxes overran their lines, from a pdflatex log."""
+    return [float(w) for w in re.findall(r"Overfull \\hbox \(([0-9.]+)pt too wide\)", log)]
+
+
+@TEX
+def test_a_paper_in_another_directory_inputs_the_appendix_with_the_documented_preamble(tmp_path):
+    (tmp_path / "reports").mkdir()
+    subprocess.run([sys.executable, "-c", "import json, sys; from verify.reporting import appendix; "
+                    "from theorems import registry; appendix.write(json.load(sys.stdin), 'reports/appendix', "
+                    "registry.statements())"], input=json.dumps(synthetic_report()), text=True, check=True,
+                   cwd=tmp_path, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    tex = (tmp_path / "reports" / "appendix" / "appendix.tex").read_text()
+    assert "\\providecommand{\\VerifyAppendixDir}{reports/appendix}" in tex and PREAMBLE in tex
+    papers = {tmp_path / "paper": "\\newcommand{\\VerifyAppendixDir}{../reports/appendix}\n",  # the documented line
+              tmp_path: ""}  # in the directory verify ran in, the default finds the figures
+    for where, macro in papers.items():
+        where.mkdir(exist_ok=True)
+        rel = "../reports/appendix" if macro else "reports/appendix"
+        (where / "paper.tex").write_text(
+            "\\documentclass{article}\n" + PREAMBLE + "\n\\usepackage{amsthm}\n" + macro
+            + "\\newtheorem{theorem}{Theorem}\\begin{document}\\section{Intro}\\label{intro}Text.\n"
+            + f"\\input{{{rel}/appendix}}\n\\ref{{verify-tab-two-block}} \\ref{{verify-fig-trajectories}}\n\\end{{document}}\n")
+        log = pdflatex(where, "paper.tex")
+        for stem in appendix.FIGURE_STEMS:
+            assert f"{rel}/{stem}.pdf" in log  # every figure was read (pdflatex logs each file it includes)
+        assert max(overfull(log), default=0.0) <= OVERFULL_PT, overfull(log)
+
+
+@TEX
+def test_standalone_compiles_without_overfull_boxes(tmp_path):
+    appendix.write(synthetic_report(), tmp_path, registry.statements())
+    log = pdflatex(tmp_path, "standalone.tex")
+    assert max(overfull(log), default=0.0) <= OVERFULL_PT, overfull(log)
+
+
+@TEX
+def test_special_characters_and_smuggled_commands_compile_as_text(tmp_path):
+    appendix.write(synthetic_report(nasty=True), tmp_path, registry.statements())
+    log = pdflatex(tmp_path, "standalone.tex")
+    assert "(/etc/passwd" not in log  # pdflatex logs "(FILE" for every file it reads: nothing was
+
+
+def test_report_text_reaches_latex_only_as_escaped_text_or_admitted_math():
+    tex = appendix.render(synthetic_report(nasty=True), statements=registry.statements())
+    assert "\\input{/etc" not in tex and "\\input{x}" not in tex  # neither in a name nor as an untrusted statement
+    assert "$\\lVert I - RA \\rVert_F < 1$" in tex  # the suite's own mathematics is typeset
+    assert "\\label{verify-tab-two-block}" in tex and "\\label{verify-tab-reach}" in tex
+    rows = [line for line in tex.splitlines() if line.startswith(("1 & ", "2 & ", "3 & "))]
+    assert rows[1].split(" & ")[2:4] == ["yes", "yes"]  # a yes/no check reads yes/no, not 0 <= 0
+    assert "[1] \\\\" in rows[0] and tex.count("an Arb minor with") == 1  # origins listed once, rows cite them
+
+
+@given(st.lists(st.sampled_from(list("ab1 $\\{}^_%#&~|<>") + ["\\lVert", "\\input", "\\mathbb", "^^"]),
+                max_size=30).map("".join))
+def test_latex_text_is_escaped_text_or_admitted_mathematics(s):
+    out = latex.text(s)
+    if out != latex.escape(s):
+        segments = s.split("$")[1::2]
+        assert segments and all(latex.safe_math(m) for m in segments)
+        assert "\\input" not in out and "^^" not in "".join(segments)
+
+
+def test_safe_math_refuses_what_would_run_or_break(tmp_path):
+    for bad in ("\\input{x}", "x^", "x^^5c", "\\mathbb Q", "a}{", "\\def\\x{}", "x % y", "\\left("):
+        assert not latex.safe_math(bad), bad
+    for good in ("\\lVert I - RA \\rVert_F < 1", "Q^\\top K", "d^{2}", "\\mathfrak{gl}(d)", "V_0, V_1"):
+        assert latex.safe_math(good), good
+
+
+def test_every_output_names_the_code_that_made_it(tmp_path):
+    code = provenance()
+    doc = synthetic_report()
+    md = summary.render(doc)
+    assert f"Code: {code['name']} {describe(code)}." in md.splitlines()[2]
+    assert describe(code) in appendix.render(doc)
+    other = {**code, "commit": "0" * 40, "dirty": False}
+    older = appendix.render({**doc, "code": other})
+    assert f"typeset by {describe(code)}" in older and "commit 000000000000" in older  # two codes, both named
+    assert "other code: " in summary.render({**doc, "selfcheck": {**doc["selfcheck"], "code": other}})
+    v = subprocess.run([sys.executable, "-m", "verify", "--version"], capture_output=True, text=True, cwd=ROOT)
+    assert v.returncode == 0 and v.stdout.strip() == f"verify ({code['name']}) {describe(code)}"
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode == 0:  # a checkout (CI clones one): the commit is HEAD's
+        assert code["commit"] == head.stdout.strip() and isinstance(code["dirty"], bool)
