@@ -18,6 +18,7 @@ import scipy.linalg
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from property_tests.conftest import examples
 from theorems.instances import collection, hidden_control_targets
 from verify.io import witness
 from verify.io.errors import InputError
@@ -163,7 +164,8 @@ def test_finite_depth_refuses_all_but_the_invariants_of_flows(case):
             check_admissible(X, Y, causal, "finite")
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(5, "each example runs the CLI or the solver (seconds)"), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(INADMISSIBLE)
 def test_interpolate_refuses_with_exit_2(tmp_path, case):
     X, Y, causal, message = case
@@ -174,7 +176,7 @@ def test_interpolate_refuses_with_exit_2(tmp_path, case):
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5, "each example runs the CLI or the solver (seconds)"), deadline=None)
 @given(seeds, st.sampled_from([(1, 2, 2), (2, 2, 1), (1, 3, 1)]))
 def test_solver_witnesses_for_hidden_control_targets_replay_independently(seed, shape):
     """Every witness the solver returns passes the suite's replay and the independent

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from property_tests.conftest import examples
 from verify.lie import directional
 from verify.lie.brackets import bracket_jet, bracket_matrix, bracket_values, field_jet
 from verify.lie.hall import basis, counting_degree, degree, parse_word, str_word, witt
@@ -127,7 +128,7 @@ def _hp_nested_fd(blocks, X):
         return {k: to_numpy(v).ravel() for k, v in out.items()}
 
 
-@settings(max_examples=10)
+@settings(max_examples=examples(10, "each example evaluates brackets at 30-50 digits"))
 @given(bracket_cases(), st.sampled_from(["dense", "directional"]))
 def test_degree_three_brackets_match_nested_high_precision_differences(case, method):
     blocks, X = case
@@ -150,7 +151,7 @@ def test_sympy_agrees_on_tiny_cases(causal, d, method):
         assert np.abs(M[:, words.index(w)] - col).max() <= 1e-13 * (1 + np.abs(col).max())
 
 
-@settings(max_examples=5)
+@settings(max_examples=examples(5, "each example evaluates brackets at 30-50 digits"))
 @given(bracket_cases(max_n=2))
 def test_float64_and_high_precision_brackets_agree(case):
     blocks, X = case
@@ -194,7 +195,7 @@ def test_degenerate_blocks_lose_rank():
     assert np.all(M[:, 2:] == 0)
 
 
-@settings(max_examples=10)
+@settings(max_examples=examples(10, "each example evaluates brackets at 30-50 digits"))
 @given(bracket_cases(max_n=2), st.booleans())
 def test_directional_float64_brackets_stay_inside_the_rank_noise_model(case, causal):
     blocks, X = case
@@ -202,7 +203,7 @@ def test_directional_float64_brackets_stay_inside_the_rank_noise_model(case, cau
     assert _scaled_error(blocks, X, 5, "directional") <= NOISE_FACTOR * 2.0**-52
 
 
-@settings(max_examples=10)
+@settings(max_examples=examples(10, "each example evaluates brackets at 30-50 digits"))
 @given(bracket_cases(max_n=3), st.booleans())
 def test_runs_of_one_word_as_taylor_variables_equal_one_nilpotent_variable_per_step(case, causal):
     blocks, X = case

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from property_tests import independent, switching
+from property_tests.conftest import examples
 from property_tests.estimates import draw, measure
 from verify import cli
 from verify.io import witness
@@ -47,7 +48,7 @@ def _true_error(w) -> float:
     return float(np.max(np.abs(np.asarray(end, dtype=float) - w.array_at("targets"))))
 
 
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=examples(3, "each example replays a witness at 30-60 digits"), deadline=None)
 @given(delta=st.floats(0.5, 0.68), low=st.floats(20, 40), high=st.floats(40, 60), theta_m=st.floats(-3, 3),
        radius=st.sampled_from([0.5, 1.0, 3.0]), beta=st.sampled_from([1.0, -1.0, 1e-8, 30.0]),
        omega=st.sampled_from([1.0, -2.0]), centred=st.booleans())
@@ -127,7 +128,8 @@ def _mutations():
     return st.one_of(st.builds(put, st.sampled_from(paths), values), text_edits)
 
 
-@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 60)), deadline=None,
+@settings(max_examples=examples(60, "a CLI subprocess each"),
+          deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=_mutations())
 def test_mutated_witnesses_give_a_verdict_or_one_line(tmp_path, text):
@@ -193,7 +195,8 @@ def _data_files():
     return raw
 
 
-@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 60)), deadline=None,
+@settings(max_examples=examples(60, "a CLI subprocess each"),
+          deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=_data_files())
 def test_mutated_data_files_give_a_verdict_or_one_line(tmp_path, case):

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from property_tests.conftest import examples
 from theorems.reach import instance as reach_instance
 from verify.io.errors import InputError, IntegrationError
 from verify.model.backend import namespace, precision, to_mpmath, to_numpy
@@ -120,7 +121,7 @@ def test_growth_bound(p):
     assert float(np.linalg.norm(end.end, axis=-1).max()) <= R * growth * (1 + 1e-12) + bound(end)
 
 
-@settings(max_examples=6)
+@settings(max_examples=examples(6, "each example integrates flows at 30-50 digits"))
 @given(problems(max_N=2, max_n=3, max_d=2))
 def test_float64_and_mpmath_agree_to_the_float64_estimate(p):
     blocks, X, control = p
@@ -130,7 +131,7 @@ def test_float64_and_mpmath_agree_to_the_float64_estimate(p):
     assert np.abs(to_numpy(hp.end) - f64.end).max() <= bound(f64, scale=1 + np.abs(X).max())
 
 
-@settings(max_examples=8)
+@settings(max_examples=examples(8, "each example integrates flows at 30-50 digits"))
 @given(problems(max_N=2, max_n=3, max_d=2))
 def test_sensitivities_match_high_precision_finite_differences(p):
     blocks, X, control = p
@@ -153,7 +154,7 @@ def test_sensitivities_match_high_precision_finite_differences(p):
     assert np.abs(pred - ratio).max() <= 1e-9 * (1 + np.abs(ratio).max()) * np.abs(dX).max()
 
 
-@settings(max_examples=8)
+@settings(max_examples=examples(8, "each example integrates flows at 30-50 digits"))
 @given(problems(max_N=2, max_n=3, max_d=2))
 def test_array_api_strict_flow_and_sensitivities(p):
     """The backend-neutral code gives bit-identical results on the strict namespace."""
@@ -197,7 +198,7 @@ def test_lock_step_flows_agree_with_one_at_a_time(p, seed):
         assert np.abs(batch.d_initial[j] - one.d_initial).max() <= 1e-10 * (1 + np.abs(one.d_initial).max())
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5, "each example integrates flows at 30-50 digits"), deadline=None)
 @given(problems(), st.integers(0, 2**31))
 def test_lock_step_flows_at_high_precision_agree_with_one_at_a_time(p, seed):
     """``flow_batch(dps=30)`` (the solver's segments at high precision): each end point as

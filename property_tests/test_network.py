@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
+from property_tests.conftest import examples
 from verify.model.backend import to_mpmath, to_numpy
 from verify.model.blocks import gaussian_blocks
 from verify.model.flow import flow
@@ -27,7 +28,7 @@ def test_network_matches_independent_implementation(p):
     assert np.abs(apply(blocks, layers, X).end - theirs).max() <= 1e-12 * (1 + np.abs(theirs).max())
 
 
-@settings(max_examples=10)
+@settings(max_examples=examples(10, "each example evaluates networks at 30-50 digits"))
 @given(problems(max_N=2, max_n=3, max_d=2))
 def test_propagated_rounding_covers_the_float64_error(p):
     """The estimate the solver uses as a margin holds the float64 network's distance to the
@@ -56,7 +57,7 @@ def test_propagated_rounding_is_inf_when_the_amplification_overflows():
     assert 1e80 < short < math.inf and long == math.inf and huge == math.inf
 
 
-@settings(max_examples=10)
+@settings(max_examples=examples(10, "each example evaluates networks at 30-50 digits"))
 @given(problems(max_N=2, max_n=3, max_d=2))
 def test_step_derivatives_match_high_precision_finite_differences(p):
     blocks, X, control = p
@@ -76,7 +77,7 @@ def test_step_derivatives_match_high_precision_finite_differences(p):
             assert np.abs(res.d_steps[:, k] - fd).max() <= 1e-11 * (1 + np.abs(fd).max())
 
 
-@settings(max_examples=5)
+@settings(max_examples=examples(5, "each example evaluates networks at 30-50 digits"))
 @given(problems(max_N=2, max_n=3, max_d=2))
 def test_splitting_converges_at_first_order(p):
     blocks, X, control = p

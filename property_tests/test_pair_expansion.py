@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from property_tests.conftest import examples
 from theorems.reach import instance
 from verify.io import witness
 from verify.model.attention import field
@@ -31,7 +32,7 @@ from . import independent
 TIGHT = (8, 0, 49)
 
 
-@settings(deadline=None, max_examples=40)
+@settings(deadline=None, max_examples=examples(40, "40 cover its four parameters"))
 @given(st.integers(0, 2**16), st.integers(0, 1), st.floats(-1e4, 1e4), st.floats(1e-3, 3.0))
 def test_a_centred_pair_stays_centred_and_its_difference_moves_linearly(seed, b, h, size):
     """x_2 = -x_1: one layer keeps the mean at 0 and maps delta to (I + h tanh(q / 4) V) delta,

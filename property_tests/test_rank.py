@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from property_tests.conftest import examples
 from property_tests.strategies import symmetric_collections
 from verify.io.errors import InputError
 from verify.lie.invariants import predicted_rank, rank_bound
@@ -18,7 +19,7 @@ from verify.model.attention import softmax_weights
 from verify.model.blocks import gaussian_blocks
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15, "each example certifies a rank in Arb (seconds)"), deadline=None)
 @given(symmetric_collections(causal=False, max_m=12))
 def test_full_attention_rank_is_certified_at_the_prediction(case):
     """Generic blocks on data with exact structure (coincident tokens, permuted, negated and odd
@@ -29,7 +30,7 @@ def test_full_attention_rank_is_certified_at_the_prediction(case):
     assert r.rank >= r.bound == predicted_rank(X)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12, "each example certifies a rank in Arb (seconds)"), deadline=None)
 @given(symmetric_collections(causal=True, max_m=12))
 def test_causal_rank_is_certified_where_the_prediction_is_sharp(case):
     blocks, X, kind = case
@@ -39,7 +40,7 @@ def test_causal_rank_is_certified_where_the_prediction_is_sharp(case):
     assert r.verdict != "FAIL"  # no rank above the exact bound, sharp or not
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10, "each example certifies a rank in Arb (seconds)"), deadline=None)
 @given(symmetric_collections(causal=False, max_m=8, near=True))
 def test_near_symmetric_data_never_give_a_decided_deficit(case):
     """Structure broken by 1e-12 (relative): the exact bound is full again, and the rank is either
@@ -196,7 +197,7 @@ def test_small_data_give_no_false_deficit(scale):
     assert r.verdict == ("CERTIFIED" if scale == 1e-20 else "UNDECIDED")
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8, "each example certifies a rank in Arb (seconds)"), deadline=None)
 @given(seed=st.integers(0, 2**16), exponent=st.sampled_from([-200, -60, -25, -8, 0, 3, 8]))
 def test_rank_verdicts_do_not_change_when_the_data_are_rescaled(seed, exponent):
     """The bound is scale-invariant (exact); the verdict at any scale is CERTIFIED at it or

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from property_tests.conftest import examples
 from theorems.reach import instance
 from verify.model.attention import field, field_and_jacobian, field_jet, jacobian
 from verify.model.flow import flow
@@ -62,7 +63,7 @@ def test_batched_network_matches_one_network_at_a_time(p):
         assert np.abs(res.end[j] - theirs).max() <= 1e-12 * (1 + np.abs(theirs).max())
 
 
-@settings(max_examples=10)
+@settings(max_examples=examples(10, "each example builds dense Jacobians and central differences"))
 @given(problems(max_N=2, max_n=3, max_d=2))
 def test_rk4_derivatives_match_central_differences(p):
     """Exact chain-rule derivatives of the RK4 scheme against central differences (step 1e-6,
@@ -85,7 +86,7 @@ def test_rk4_derivatives_match_central_differences(p):
     assert np.abs(fd.reshape(an.shape) - an).max() <= 1e-6 * (1 + np.abs(res.d_initial).max())
 
 
-@settings(max_examples=10)
+@settings(max_examples=examples(10, "each example builds dense Jacobians and central differences"))
 @given(problems(max_N=2, max_n=3, max_d=2))
 def test_rk4_is_fourth_order_against_the_taylor_flow(p):
     """Halving the RK4 step divides the error of one control step against the flow by about
@@ -111,7 +112,7 @@ def assert_central_differences(shoot: Shooting, x: np.ndarray, J: np.ndarray) ->
         assert np.abs(fd[0] - J[0, :, j]).max() <= 1e-6 * (1 + np.abs(J).max())
 
 
-@settings(max_examples=10)
+@settings(max_examples=examples(10, "each example builds dense Jacobians and central differences"))
 @given(problems(max_N=2, max_n=3, max_d=2), st.integers(1, 3), st.sampled_from(["euler", "rk4"]))
 def test_shooting_jacobian_matches_central_differences(p, segments, scheme):
     blocks, X, _ = p
@@ -129,7 +130,7 @@ def test_shooting_jacobian_matches_central_differences(p, segments, scheme):
         assert np.allclose(W[0, s], X + (s / segments) * (Y - X), rtol=0, atol=1e-15)
 
 
-@settings(max_examples=10)
+@settings(max_examples=examples(10, "each example builds dense Jacobians and central differences"))
 @given(problems(max_N=2, max_n=3, max_d=2), st.integers(1, 3), st.sampled_from([0.3, 1.0]))
 def test_bounded_step_shooting_of_the_models_bench_matches_central_differences(p, segments, bound):
     """``make models`` fits networks with steps bound * tanh(u); its Jacobian in u is the chain rule."""
@@ -143,7 +144,7 @@ def test_bounded_step_shooting_of_the_models_bench_matches_central_differences(p
     assert_central_differences(shoot, x, J)
 
 
-@settings(max_examples=10)
+@settings(max_examples=examples(10, "each example builds dense Jacobians and central differences"))
 @given(problems(max_N=2, max_n=3, max_d=2), st.integers(1, 3), st.sampled_from(["euler", "rk4"]))
 def test_shooting_curvature_matches_second_differences(p, segments, scheme):
     """The exact second directional derivative (second-order jets) against central second

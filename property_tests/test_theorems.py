@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from property_tests.conftest import examples
 from theorems import causal, finite_depth, necessity, reach, registry
 from theorems.instances import collection, hidden_control_targets
 from theorems.witnesses import rank_checks, refusal_check
@@ -62,7 +63,7 @@ def test_causal_first_tokens_are_linear(seed):
     assert causal.linearity_check("test", blocks, X, seed).passed
 
 
-@settings(max_examples=3)
+@settings(max_examples=examples(3, "each example runs the T2 quick profile (seconds)"))
 @given(seeds)
 def test_finite_depth_theorem_quick_profile(seed):
     checks = finite_depth.run("quick", seed)
@@ -91,7 +92,7 @@ def test_reach_instances_past_nine_are_distinct_and_the_first_ten_keep_their_dra
     assert np.array_equal(reach.instance(8, 3, seed=5)[0], legacy.normal(size=reach.SHAPES[8]))
 
 
-@settings(max_examples=1)
+@settings(max_examples=examples(1, "each example runs every quick-profile theorem and renders the appendix (about 20 s)"))
 @given(seeds)
 def test_quick_profile_passes_for_a_drawn_seed_and_renders_the_appendix(tmp_path_factory, seed):
     results = [registry.result(name, "quick", seed) for name in registry.THEOREMS]

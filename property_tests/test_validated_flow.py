@@ -17,6 +17,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from property_tests.conftest import examples
 from verify.model import float_balls as fb
 from verify.model.attention import basis_directions, jacobian
 from verify.model.backend import namespace, precision
@@ -78,7 +79,7 @@ def test_a_ball_around_zero_has_no_finite_reciprocal():
     assert np.isfinite(r.r[0]) and not np.isfinite(r.r[1])
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5, "Arb enclosures against 60-100 digits"), deadline=None)
 @given(seed=seeds, causal=st.booleans())
 def test_float_ball_recurrences_contain_the_exact_coefficients(seed, causal):
     """The Taylor coefficients (with tangents) and the field along the Taylor polynomial, in
@@ -144,7 +145,7 @@ def test_a_translation_moves_the_centre_and_leaves_the_rest_centred(seed):
         assert all(abs(r.mid()) <= 1e-20 * r.rad() for r in moved.rest().ravel())
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8, "Arb enclosures against 60-100 digits"), deadline=None)
 @given(seed=seeds, causal=st.booleans(), scale=st.sampled_from([1.0, 3.0]), offset=st.sampled_from([0.0, 30.0]))
 def test_one_validated_step_contains_the_exact_step(seed, causal, scale, offset):
     """The remainder of one Taylor step from a point: x(h) - T_x(h) within [-r, r], x(h) by
@@ -172,7 +173,7 @@ def test_one_validated_step_contains_the_exact_step(seed, causal, scale, offset)
 
 
 @pytest.mark.slow
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=examples(3, "Arb enclosures against 60-100 digits"), deadline=None)
 @given(seed=seeds, shape=st.sampled_from([(3, 3, 2), (1, 9, 2), (2, 3, 3)]), causal=st.booleans())
 def test_the_enclosure_contains_the_exact_image_at_m_18(seed, shape, causal):
     """N n d = 18: every ball of the validated flow contains the 50-digit image (eight steps of
@@ -187,7 +188,7 @@ def test_the_enclosure_contains_the_exact_image_at_m_18(seed, shape, causal):
     assert ball.width < 1e-10
 
 
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=examples(4, "Arb enclosures against 60-100 digits"), deadline=None)
 @given(seed=seeds, causal=st.booleans())
 def test_the_taylor_model_contains_the_images_of_nearby_durations(seed, causal):
     """With free durations in [-rho, rho]: the 50-digit image at durations tau + sigma lies in
@@ -214,7 +215,7 @@ def test_the_taylor_model_contains_the_images_of_nearby_durations(seed, causal):
     assert enc.slope.shape == (X.size, len(free))
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8, "Arb enclosures against 60-100 digits"), deadline=None)
 @given(seed=seeds, causal=st.booleans(), offset=st.sampled_from([0.0, 30.0]))
 def test_the_field_bound_on_the_disc_holds_at_complex_times(seed, causal, offset):
     """M of the Cauchy estimate bounds |F(T(t))| on the whole complex circle |t| = rho, T the

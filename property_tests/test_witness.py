@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from property_tests.conftest import examples
 from verify.io import witness
 from verify.io.errors import InputError
 from verify.model.backend import precision
@@ -51,7 +52,7 @@ def test_high_precision_replay_of_independent_witness(depth):
     assert verdict["passed"] and verdict["precision"] == "25 digits"
 
 
-@settings(max_examples=10)
+@settings(max_examples=examples(10, "each example round-trips a witness through JSON and replays it"))
 @given(problems(max_N=2, max_n=3, max_d=2), st.sampled_from(["continuous", "finite"]))
 def test_round_trip(p, depth):
     blocks, X, control = p
@@ -171,7 +172,7 @@ def test_the_false_pass_witness_is_never_certified():
     assert replay.certify(w, deadline=time.perf_counter() + 20)["verdict"] in ("FAIL", "UNDECIDED")
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=examples(6, "each example certifies a witness in Arb (seconds)"), deadline=None)
 @given(seed=st.integers(0, 2**16), depth=st.sampled_from(["continuous", "finite"]), causal=st.booleans())
 def test_the_enclosure_contains_the_exact_image(seed, depth, causal):
     """Every ball of verify.verdicts.enclosure contains the 50-digit image (a first version let the
@@ -195,7 +196,7 @@ def test_the_enclosure_contains_the_exact_image(seed, depth, causal):
     assert ball.width < 1e-15
 
 
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=examples(3, "each example certifies a witness in Arb (seconds)"), deadline=None)
 @given(seed=st.integers(0, 2**16), causal=st.booleans(), scale=st.sampled_from([1.0, 3.0]))
 def test_the_flow_enclosure_contains_the_image_on_harder_draws(seed, causal, scale):
     """The mean-value step on two sequences (block-diagonal Jacobians), states up to |x| ~ 10
