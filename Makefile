@@ -42,9 +42,14 @@ test: $(STAMP)
 test-thorough: $(STAMP)
 	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -q verify theorems property_tests
 
+# Each run is kept as reports/benchmarks/history/<machine>/NNNN_<date>-<commit>.json (pytest-benchmark's
+# storage); `make bench COMPARE=0003` also compares with run 0003 (or a name's prefix), `pytest-benchmark list`
+# lists them.  latest.json is the newest run, which `verify run` tabulates in summary.md.
+BENCH_NAME ?= $(shell date -u +%Y%m%d)-$(shell git rev-parse --short HEAD 2>/dev/null || echo no-git)
+COMPARE ?=
 bench: $(STAMP)
 	mkdir -p reports/benchmarks
-	$(PY) -m pytest -q -o addopts="" -o python_files="bench_*.py" property_tests/benchmarks --ignore=property_tests/benchmarks/bench_solver.py --ignore=property_tests/benchmarks/bench_models.py --benchmark-json=reports/benchmarks/latest.json
+	$(PY) -m pytest -q -o addopts="" -o python_files="bench_*.py" property_tests/benchmarks --ignore=property_tests/benchmarks/bench_solver.py --ignore=property_tests/benchmarks/bench_models.py --benchmark-json=reports/benchmarks/latest.json --benchmark-storage=file://reports/benchmarks/history --benchmark-save=$(BENCH_NAME) $(if $(COMPARE),--benchmark-compare=$(COMPARE))
 
 lint: $(STAMP)
 	$(PY) -m ruff check verify theorems property_tests

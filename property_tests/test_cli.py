@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from verify.cli.parser import parser
+
 from .test_witness import independent_doc
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args, cwd=None):
@@ -342,3 +349,42 @@ def test_the_engine_names_parameters_and_the_command_line_names_flags(tmp_path):
     r = run("--max-steps", "1", "check", str(write(tmp_path, "w.json", doc)))
     assert r.returncode == 2 and "raise it with --max-steps" in r.stderr
     assert flags("over the limit; raise the limit max_bytes") == "over the limit; raise it with --max-file-mb"
+
+
+def _usage_blocks() -> dict[str, str]:
+    """The README's usage lines per command (the 'verify COMMAND ...' line and its continuations)."""
+    section = (ROOT / "README.md").read_text().split("## Command line", 1)[1].split("\n## ", 1)[0]
+    blocks: dict[str, str] = {}
+    current = None
+    for line in section.splitlines():
+        if line.startswith("    verify "):
+            current = line.split()[1]
+            blocks[current] = line
+        elif current and line.startswith(" " * 12) and line.strip().startswith(("[", "--", "(")):
+            blocks[current] += " " + line.strip()
+        else:
+            current = None
+    return blocks
+
+
+def test_every_flag_has_help_and_the_readme_usage_lines_match_the_parser():
+    sub = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
+    usage = _usage_blocks()
+    assert set(usage) == set(sub.choices), set(usage) ^ set(sub.choices)
+    for name, p in sub.choices.items():
+        actions = [a for a in p._actions if "-h" not in a.option_strings]
+        assert all(a.help for a in actions), (name, [a.dest for a in actions if not a.help])
+        flags = {o for a in actions for o in a.option_strings}
+        shown = set(re.findall(r"--[a-z][a-z-]*", usage[name]))
+        assert flags == shown, (name, flags ^ shown)
+        for a in actions:
+            if a.choices and a.option_strings:  # the alternatives the README shows are the parser's
+                alternatives = re.search(rf"{a.option_strings[0]} ([a-z_|]+)", usage[name]).group(1).split("|")
+                assert alternatives == list(a.choices), (name, a.option_strings[0], alternatives)
+
+
+def test_run_logs_progress_lines_when_stderr_is_not_a_terminal(tmp_path):
+    r = run("run", "--theorem", "finite_depth", "--no-reach", "--scheduler", "none", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.startswith("  sweep: ")]
+    assert lines and lines[-1].startswith("  sweep: 1/1 units") and "s left" in lines[-1], r.stderr

@@ -81,8 +81,14 @@ def units(profile: str | dict[str, Any], seed: int) -> list[Unit]:
     """The profile's instances as sweep units, row by row ((size, depth) in the order of :func:`rows`;
     a profile dict may name its ``depths``, both by default)."""
     p = _profile(profile)
-    return [Unit(task=f"{__name__}:unit", params={"m": m, "depth": depth, "index": i, "seed": seed, "starts": p["starts"]})
+    return [Unit(task=f"{__name__}:unit", params={"m": m, "depth": depth, "index": i, "seed": seed, "starts": p["starts"]},
+                 weight=UNIT_SECONDS[depth] * m / 8)
             for m in p["sizes"] for depth in p.get("depths", DEPTHS) for i in range(p["instances"])]
+
+
+# Seconds per instance at m = 8, for the time-left estimate only: standard profile, seed 0, 2026-12-06
+# (continuous 11-15 s at m = 4 and 8, finite 0.1 s); proportional to m beyond is a guess.
+UNIT_SECONDS = {"continuous": 12.0, "finite": 0.2}
 
 
 def rows(profile: str | dict[str, Any], results: list[dict[str, Any] | None]) -> list[dict[str, Any]]:

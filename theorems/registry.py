@@ -105,5 +105,5 @@ def check_resumed(unit: Unit, result: Any) -> Any:
 
 def units(names: Sequence[str] | None, profile: str, seed: int) -> list[Unit]:
     """The theorems (all by default) as sweep units of :func:`result`."""
-    return [Unit(task=f"{__name__}:result", params={"name": name, "profile": profile, "seed": seed})
-            for name in names or list(THEOREMS)]
+    return [Unit(task=f"{__name__}:result", params={"name": name, "profile": profile, "seed": seed}, weight=10.0)
+            for name in names or list(THEOREMS)]  # weight: 1-16 s each in the standard profile (time left only)

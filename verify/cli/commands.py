@@ -37,7 +37,7 @@ from verify.sweep.runner import SweepOptions
 from verify.verdicts import replay
 from verify.version import describe
 
-CERTIFY_SECONDS = 600.0  # check --certify gives up (UNDECIDED) after ten minutes
+LOG_EVERY = 60.0  # seconds between progress lines of `verify run` when stderr is not a terminal
 JOURNAL = "journal.jsonl"  # verify run's sweep journal, in its --out directory (resumed with --resume)
 
 
@@ -135,7 +135,8 @@ def _progress(quiet: bool, after: float = 0.0, every: float = 0.0) -> Callable[[
 
 
 def _run(args: argparse.Namespace) -> int:
-    progress = _progress(args.quiet or args.json or not sys.stderr.isatty())
+    # plain lines on a terminal and in a log alike; a log gets at most one a minute, so it stays short
+    progress = _progress(args.quiet or args.json, every=0.0 if sys.stderr.isatty() else LOG_EVERY)
     out = datafiles.output_directory(args.out, "--out")
     _check_report_paths(out, args.force, args.resume)
     benchmarks = _benchmark_rows(out)  # read now: a damaged file is refused before the work

@@ -118,7 +118,7 @@ def _add_check(sub: Any) -> None:
                                    "ball arithmetic, every number as written: CERTIFIED (exit 0), FAIL or UNDECIDED "
                                    "(exit 1); for a control also try to prove that exact durations exist. --estimate "
                                    "replays in float64 or at --dps digits instead and says so: an estimate, not a proof.")
-    c.add_argument("witness", metavar="WITNESS.json")
+    c.add_argument("witness", metavar="WITNESS.json", help="a witness file (schema attention-interpolation-witness/1)")
     c.add_argument("--estimate", action="store_true",
                    help="replay with an integration error estimate instead of a certificate (fast; not a proof)")
     c.add_argument("--dps", type=_digits, default=None,
@@ -169,10 +169,13 @@ def _add_interpolate(sub: Any) -> None:
                        description="Refuses inadmissible data with the obstruction; otherwise searches a control "
                                    "(continuous depth) or residual network (finite depth), replays it, and writes a "
                                    "witness. Exit 0 only when the witness replays within its tolerance.")
-    i.add_argument("--inputs", required=True, metavar="X")
-    i.add_argument("--targets", required=True, metavar="Y")
+    i.add_argument("--inputs", required=True, metavar="X",
+                   help="collection (N, n, d) as .npy, .npz or .json (JSON numbers or decimal strings)")
+    i.add_argument("--targets", required=True, metavar="Y", help="collection of the same shape as X, same formats")
     _add_blocks_source(i)
-    i.add_argument("--depth", choices=["continuous", "finite"], default="continuous")
+    i.add_argument("--depth", choices=["continuous", "finite"], default="continuous",
+                   help="continuous: a control (flow durations); finite: a residual network (layer steps); "
+                        "default continuous")
     i.add_argument("--method", choices=["lm", "steer", "costate", "hub"], default="lm",
                    help="lm (default), bracket steering, costate shooting or through a hub (the last three continuous)")
     i.add_argument("--tolerance", type=float, default=1e-10, help="claimed max |image - target| (default 1e-10)")
@@ -185,7 +188,7 @@ def _add_interpolate(sub: Any) -> None:
                         "corrected and replayed within the tolerance (default 0: no pruning)")
     i.add_argument("--out", metavar="W.json", help="witness file to write (a new file)")
     _add_force(i, "the --out witness")
-    i.add_argument("--json", action="store_true")
+    i.add_argument("--json", action="store_true", help="print the result (and the replays) as JSON")
     i.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -230,7 +233,7 @@ def _add_appendix(sub: Any) -> None:
 def _add_selfcheck(sub: Any) -> None:
     s = sub.add_parser("selfcheck", help="run the engine's self-checks and write reports/selfcheck/verification.json",
                        description="Conventions and invariants of the engine measured on seeded instances.")
-    s.add_argument("--seed", type=_seed, default=0)
+    s.add_argument("--seed", type=_seed, default=0, help="seed of the blocks and instances (default 0)")
     s.add_argument("--quick", action="store_true", help="one small shape instead of four")
     s.add_argument("--out", default="reports/selfcheck",
                    help="directory for verification.json (default: reports/selfcheck, where `verify run --out reports` "

@@ -40,10 +40,13 @@ PACKAGES = ("verify", "theorems")  # the project's packages (pyproject.toml): th
 
 @dataclass(frozen=True)
 class Unit:
-    """``task`` ("module:function") called with the keyword arguments ``params`` (JSON values)."""
+    """``task`` ("module:function") called with the keyword arguments ``params`` (JSON values);
+    ``weight``: its expected cost relative to other units (for the time-left estimate only: not
+    part of its key or result)."""
 
     task: str
     params: dict[str, Any] = field(default_factory=dict)
+    weight: float = field(default=1.0, compare=False)
 
     def function(self) -> Callable[..., Any]:
         module, _, name = self.task.partition(":")

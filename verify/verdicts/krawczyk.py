@@ -201,7 +201,8 @@ def _krawczyk(R: Any, RG: Any, J: Any, r: float) -> tuple[float, float]:
 
 
 def _refined(blocks: Sequence[Block], steps: Sequence[tuple[int, Any]], X: Any, Y: Any, free: Sequence[int],
-             R: np.ndarray, goal: float, dps: int, deadline: float) -> tuple[list[tuple[int, Any]], float]:
+             R: np.ndarray, goal: float, dps: int, deadline: float,
+             progress: Callable[[str], None] | None = None) -> tuple[list[tuple[int, Any]], float]:
     """Simplified Newton on the free durations, tau_S <- tau_S - R G(tau), G the point flow's end
     (:func:`verify.model.flow.flow` at ``dps`` digits) minus Y and R the float64 inverse of the
     derivative, until |R G| is below goal / 100 or stops falling.  Returns the durations (the
@@ -212,8 +213,12 @@ def _refined(blocks: Sequence[Block], steps: Sequence[tuple[int, Any]], X: Any, 
         tau = list(to_mpmath(np.array([t for _, t in steps], dtype=object)))
         target = list(to_mpmath(np.asarray(Y, dtype=object)).ravel())
         best, kept = math.inf, list(tau)
-        for _ in range(REFINE_ITERATIONS):
-            end = flow(blocks, [(b, t) for (b, _), t in zip(steps, tau, strict=True)], X, dps=dps, deadline=deadline).end
+        for it in range(REFINE_ITERATIONS):
+            if progress:
+                progress(f"certify: existence, refining the durations at {dps} digits (Newton step {it + 1}, "
+                         f"last |R G| {best:.1e})")
+            end = flow(blocks, [(b, t) for (b, _), t in zip(steps, tau, strict=True)], X, dps=dps, deadline=deadline,
+                       progress=progress).end
             G = [e - y for e, y in zip(end.ravel(), target, strict=True)]
             step = [mpmath.fsum(mpmath.mpf(float(R[i, j])) * G[j] for j in range(len(G))) for i in range(len(free))]
             size = float(max(abs(v) for v in step))
@@ -301,7 +306,8 @@ def certify_control(
     written = steps
     try:
         steps, newton = _refined(blocks, steps, X, Y, free, R64, expected,
-                                 max(enclosure.DIGITS, REFINE_DIGITS + math.ceil(math.log10(spread / expected))), deadline)
+                                 max(enclosure.DIGITS, REFINE_DIGITS + math.ceil(math.log10(spread / expected))), deadline,
+                                 progress)
     except IntegrationError as exc:
         return base | {"free_steps": free, "reason": f"the point flow that refines the durations stopped: {exc}"}
     with precision(digits):  # Arb balls: the reported distance is an upper bound, not a rounding of one
