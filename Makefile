@@ -13,14 +13,14 @@ export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: setup setup-tex verify test test-thorough bench reach models estimates certificates lint clean
+.PHONY: setup setup-tex verify test test-thorough docs bench reach models estimates certificates lint clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,docs]'
 	touch $(STAMP)
 
 # pdflatex for compiling the appendix (optional: the compile test is skipped without it); needs root and apt-get
@@ -35,9 +35,13 @@ verify: $(STAMP)
 	$(PY) -m verify selfcheck --quiet --force --seed $(SEED) --out reports/selfcheck
 	$(PY) -m verify run --force --profile $(PROFILE) --seed $(SEED) --out reports
 
-test: $(STAMP)
+test: $(STAMP) docs
 	$(PY) -m ruff check verify theorems property_tests
 	$(PY) -m pytest -q verify theorems property_tests
+
+# The API reference from the docstrings (Sphinx autodoc + napoleon); a warning fails the build.  Open build/docs/index.html.
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -q -b html docs/api build/docs
 
 test-thorough: $(STAMP)
 	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -q verify theorems property_tests
@@ -55,7 +59,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check verify theorems property_tests
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .benchmarks
+	rm -rf $(VENV) .pytest_cache .hypothesis .benchmarks build
 
 reach: $(STAMP)
 	mkdir -p reports/benchmarks

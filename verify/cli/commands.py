@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from theorems import reach, registry
+from theorems import registry
+from verify import api
 from verify.cli.parser import EXIT_FAIL, EXIT_OK, flags
 from verify.io import datafiles, validate, witness
 from verify.io.errors import InputError
 from verify.io.files import Limits, check_creatable, check_outputs, create_exclusive, load_json, replace_file
-from verify.lie import certify, rank
+from verify.lie import certify
 from verify.lie.admissibility import check_admissible
 from verify.lie.hall import basis, str_word
 from verify.model.blocks import gaussian_blocks
@@ -29,12 +30,8 @@ from verify.model.dynamics import dynamics
 from verify.reporting import appendix, report, selfcheck, summary
 from verify.reporting.results import kind_of, yes_no
 from verify.reporting.rounding import bound, down, up
-from verify.search import solver
 from verify.search.settings import Settings
-from verify.sweep import runner
-from verify.sweep.records import JOURNAL as JOURNAL_WHERE
 from verify.sweep.runner import SweepOptions
-from verify.verdicts import replay
 from verify.version import describe
 
 LOG_EVERY = 60.0  # seconds between progress lines of `verify run` when stderr is not a terminal
@@ -48,7 +45,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _estimate(w: witness.Witness, args: argparse.Namespace) -> int:
     digits = args.dps or w.digits
-    verdict = replay.replay(w, digits, _progress(args.json, after=5.0))
+    verdict = api.check(w, estimate=True, dps=digits, progress=_progress(args.json, after=5.0)).record
     if verdict["verdict"] == "UNDECIDED" and math.isfinite(verdict["error"]):  # straddles: more digits decide
         more = min(validate.MAX_DIGITS, max(30, 2 * (digits or 15)))
         verdict["next"] = (f"replay with --dps {more}, or certify (without --estimate)"
@@ -77,7 +74,7 @@ def _head(verdict: dict[str, Any]) -> str:
 def _certify(w: witness.Witness, args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     progress = _progress(args.json, after=5.0)
-    verdict = replay.certify(w, args.dps, deadline=t0 + args.budget, existence=True, progress=progress)
+    verdict = api.check(w, dps=args.dps, budget=args.budget, progress=progress).record
     if args.json:
         print(report.dumps(verdict), end="")
     else:
@@ -141,33 +138,11 @@ def _run(args: argparse.Namespace) -> int:
     _check_report_paths(out, args.force, args.resume)
     benchmarks = _benchmark_rows(out)  # read now: a damaged file is refused before the work
     self_checked = report.selfcheck_verdict(out / SELFCHECK, SELFCHECK, _limits(args))
-    options = SweepOptions(scheduler=args.scheduler, workers=args.workers, journal=out / JOURNAL, resume=args.resume,
-                           check=registry.check_resumed)
-    t0 = time.perf_counter()
-    theorem_units = registry.units(args.theorem, args.profile, args.seed)
-    with_reach = not (args.theorem or args.no_reach)
-    sweep = runner.run(theorem_units + (reach.units(args.profile, args.seed) if with_reach else []), options, progress)
-    records = sweep.records[:len(theorem_units)]
-    theorems = [rec.result if rec.status == "done" else registry.failed(u.params["name"], args.profile, rec.error)
-                for u, rec in zip(theorem_units, records, strict=True)]
-    resumed = {"theorems": [t["name"] for t in theorems if t.get("from_journal")],
-               "reach_instances": sum(r.where == JOURNAL_WHERE for r in sweep.records[len(theorem_units):])}
-    timings: dict = {"theorems": {u.params["name"]: rec.seconds for u, rec in zip(theorem_units, records, strict=True)}}
-    reach_rows = None
-    if with_reach:
-        reach_rows = reach.rows(args.profile, sweep.results()[len(theorem_units):])
-        timings["reach"] = reach.row_seconds(args.profile, [r.seconds for r in sweep.records[len(theorem_units):]])
-    timings["sweep"] = sweep.summary()
-    precision = {"working": "float64", "replay_digits": 40, "rank_escalation_digits": list(rank.ESCALATION),
-                 "certificates": f"Arb ball arithmetic (python-flint): bracket rank at {certify.DEFAULT_DIGITS} "
-                                 "digits, Krawczyk at 50 to 400 digits (escalating); gl(d) exactly over Q"}
-    doc = report.theorem_document(args.profile, args.seed, theorems,
-                                  timings | {"total_s": round(time.perf_counter() - t0, 3)}, precision, reach_rows,
-                                  resumed=resumed, selfcheck=self_checked)
-    path = report.write(doc, args.out)
-    rendered = report.plain(doc)
-    replace_file(Path(args.out) / "summary.md", summary.render(rendered, *benchmarks))
-    appendix.write(rendered, Path(args.out) / "appendix", registry.statements())
+    options = SweepOptions(scheduler=args.scheduler, workers=args.workers, journal=out / JOURNAL, resume=args.resume)
+    doc = api.run_theorems(args.profile, args.seed, theorems=args.theorem, reach=not args.no_reach, options=options,
+                           selfcheck=self_checked, progress=progress)
+    theorems = doc["theorems"]
+    path = api.write_report(doc, out, force=True, benchmark_reach=benchmarks[0], performance=benchmarks[1])  # checked above
     if args.json:
         print(report.dumps(doc), end="")
     else:
@@ -191,17 +166,14 @@ def _row(c: dict[str, Any]) -> str:
     return f"{up(c['value'], 3):>9} {bound(c['bound']):<11}"
 
 
-REPORT_FILES = ("verification.json", "summary.md")
-APPENDIX_FILES = ("appendix.tex", "standalone.tex",
-                  *(f"{stem}{suffix}" for stem in appendix.FIGURE_STEMS for suffix in (".pdf", ".png")))
 SELFCHECK = "selfcheck/verification.json"  # where `make verify` writes the self-check; the run reports its verdict
 
 
 def _check_report_paths(out: Path, force: bool, resume: bool) -> None:
     """Refuse, before the work, an output directory whose report paths would fail, lead outside
     it, or replace earlier outputs without ``force`` (the journal is an input under ``resume``)."""
-    check_outputs(out, REPORT_FILES + (() if resume else (JOURNAL,)), ("appendix",), force=force)
-    check_outputs(out / "appendix", APPENDIX_FILES, force=force)
+    check_outputs(out, api.REPORT_FILES + (() if resume else (JOURNAL,)), ("appendix",), force=force)
+    check_outputs(out / "appendix", appendix.OUTPUTS, force=force)
 
 
 def _benchmark_rows(reports: Path) -> tuple[list | None, list | None]:
@@ -225,7 +197,7 @@ def _appendix(args: argparse.Namespace) -> int:
     if target.is_symlink():
         raise InputError(f"{target} is a symbolic link; give a real directory (the suite writes only inside it)")
     out = datafiles.output_directory(target, "--out")
-    check_outputs(out, APPENDIX_FILES, force=args.force)
+    check_outputs(out, appendix.OUTPUTS, force=args.force)
     written = appendix.write(doc, out, registry.statements())
     print(f"wrote {', '.join(str(p) for p in written)}")
     return EXIT_OK
@@ -258,9 +230,8 @@ def _rank(args: argparse.Namespace) -> int:
     blocks = _blocks_from(args, X.shape[2])
     if args.dump:
         check_creatable(args.dump, "--dump", ".npz", force=args.force)  # np.savez would add the suffix and miss the check
-    t0 = time.perf_counter()
-    res = rank.analyse(blocks, X, max_degree=args.max_degree, dps=args.dps, certify=not args.estimate,
-                       deadline=t0 + args.budget, progress=_progress(args.json, after=2.0))
+    res = api.rank(blocks, X, max_degree=args.max_degree, dps=args.dps, certify=not args.estimate, budget=args.budget,
+                   progress=_progress(args.json, after=2.0))
     out: dict[str, Any] = {k: getattr(res, k) for k in RANK_FIELDS}
     out["levels"] = [dataclasses.asdict(lv) for lv in res.levels]
     out["kind"] = "estimate" if args.estimate else "certificate"
@@ -319,27 +290,23 @@ def _interpolate(args: argparse.Namespace) -> int:
         tolerance=args.tolerance, depth=args.depth, method=args.method, seed=args.search_seed,
         time_budget=args.time_budget, prune=args.prune, **({"max_depth": args.max_depth} if args.max_depth else {}),
     )
-    sol = solver.solve(blocks, X, Y, settings, _progress(args.quiet or args.json))
+    sol = api.interpolate(blocks, Xe, Ye, settings, _progress(args.quiet or args.json))
     out: dict[str, Any] = {
         "success": sol.success, "message": sol.message, "error": sol.error, "depth_kind": args.depth,
         "depth": sol.depth, "total_duration": sol.total_duration, "wall_time_s": round(sol.wall_time, 3),
         "lost_in_finish": sol.lost, "depth_before_pruning": sol.pruned_from,
     }
     if sol.success:
-        doc = witness.make(
-            blocks, Xe, Ye, args.depth, sol.steps, args.tolerance,
-            precision=witness.precision_label(sol.dps),
-            provenance={"tool": "verify interpolate", "method": args.method, "settings": sol.settings,
-                        "seeds": sol.seeds, "starts_or_moves": sol.moves, "jacobians": sol.jacobians,
-                        "depth_before_pruning": sol.pruned_from, "wall_time_s": round(sol.wall_time, 3)},
-        )
-        checked = replay.replay(witness.from_dict(doc), sol.dps)
+        doc = api.witness(blocks, Xe, Ye, sol, args.tolerance, tool="verify interpolate", method=args.method,
+                          starts_or_moves=sol.moves, jacobians=sol.jacobians, depth_before_pruning=sol.pruned_from,
+                          wall_time_s=round(sol.wall_time, 3))
+        checked = api.check(doc, estimate=True, dps=sol.dps).record
         out["replay"] = checked
         if args.dps:
-            out["replay_high_precision"] = replay.replay(witness.from_dict(doc), args.dps)
+            out["replay_high_precision"] = api.check(doc, estimate=True, dps=args.dps).record
         ok = checked["passed"] and out.get("replay_high_precision", {"passed": True})["passed"]
         if ok and args.out:
-            witness.save(doc, args.out, force=args.force)
+            api.save_witness(doc, args.out, force=args.force)
             out["witness"] = args.out
     else:
         ok = False

@@ -40,6 +40,7 @@ from verify.reporting.summary import journal_line, selfcheck_line, shapes
 from verify.version import NAME, describe, provenance
 
 FIGURE_STEMS = ("fig-trajectories", "fig-singular-values", "fig-discretisation", "fig-reach")  # figures.FIGURES
+OUTPUTS = ("appendix.tex", "standalone.tex", *(f"{stem}{suffix}" for stem in FIGURE_STEMS for suffix in (".pdf", ".png")))
 PREAMBLE = r"\usepackage{amsmath,amssymb,booktabs,graphicx,tabularx}"
 _PATH = re.compile(r"[A-Za-z0-9._/+-]{1,300}")  # a directory LaTeX reads as a file name, unescaped
 

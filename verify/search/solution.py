@@ -16,7 +16,7 @@ from verify.search.steps import Steps
 @dataclass(kw_only=True)
 class Solution:
     """What a search returns (built by keyword): whether it succeeded and why (``message``),
-    the control or network, its replayed error, its depth and total |duration|, the starts
+    the control or network, its replayed error, its depth and total absolute duration, the starts
     (``moves``) and Jacobians it took, its wall time, the settings and seeds that reproduce it,
     the digits it replays at (None: float64), the fits lost in the finish by stage (``lost``,
     keys of :data:`verify.search.finish.LOSSES`) and, after pruning, the depth before."""
