@@ -65,7 +65,7 @@ from verify.model.taylor import coefficients, evaluate
 
 DEFAULT_TOL = 1e-16  # at 1e-14 a solver witness (80 steps, total |tau| 17) was off by 1.6e-10 against an estimate of 1.9e-12
 MAX_TAYLOR_STEPS = 10_000
-PROGRESS_SECONDS = 10.0  # between progress lines of a long flow
+PROGRESS_SECONDS = 8.0  # between progress lines of a long flow (a step more stays under 10 s)
 PROJECTION = 10  # a flow is refused when its current step, kept, would take 10 max_steps steps
 MAX_HALVINGS = 60  # a step the defect check halves 60 times (2^-60 of the rule's) is refused
 DEFECT_SLACK = 16.0  # a good step's h |X' - F(X)| is about p |X_p| h^p plus the field's rounding

@@ -83,7 +83,7 @@ INFLATIONS = 6  # tries at an a-priori box (a duration's decimal rest, a free du
 MAX_STEPS = 20_000  # validated Taylor steps over the whole control
 REMAINDER_DIGITS = 10  # a step's remainder may add 10^(10 - digits) max(1, |x|): well above the rounding
 TOO_WIDE = "the balls are too wide"  # the one failure that more digits can cure
-PROGRESS_SECONDS = 10.0  # between progress lines of a long enclosure
+PROGRESS_SECONDS = 8.0  # between progress lines of a long enclosure (a step more stays under 10 s)
 RULE_EPS = 1e-16  # the float64 step rule's relative tolerance (as the float64 flow's): it proposes, the remainder decides
 SHARE = 1e-3  # of the tolerance, for all the remainders together (before the flow amplifies them)
 
