@@ -36,8 +36,6 @@ from verify.search.settings import DEPTH_DEFAULTS, Settings, resolve
 from verify.search.shape_speed import minimal_duration, minimal_step_total
 from verify.search.shooting import Shooting
 from verify.search.solver import solve, start
-from verify.search.steering import realize
-from verify.search.steps import inverse, merge
 from verify.verdicts import replay
 from verify.version import provenance
 
@@ -127,7 +125,6 @@ def test_networks_reach_what_flows_cannot(causal):
 
 @pytest.mark.parametrize("field,value,message", [("depth", "deep", "unknown depth 'deep'"),
                                                    ("states", "random", "unknown start states 'random'"),
-                                                   ("method", "bfgs", "unknown method 'bfgs'"),
                                                    ("directions", ("sideways",), "choose one or both"),
                                                    ("directions", (), "choose one or both"),
                                                    ("phases", (), "give each a positive 'share'"),
@@ -244,12 +241,6 @@ def test_mixed_starts_alternate_path_and_images():
         assert np.array_equal(start(shoot, settings, index), expected)
     H = start(shoot, settings, 1)[:48]
     assert settings.scale < np.abs(H).max() <= settings.image_scale
-
-
-def test_realisation_is_a_commutator_with_the_right_sign():
-    steps = realize(((0, 1)), -0.09)
-    assert merge(steps + inverse(steps)) == []
-    assert [b for b, _ in steps] == [0, 1, 0, 1] and steps[0][1] == pytest.approx(-0.3)
 
 
 def test_levenberg_marquardt_underdetermined_min_norm():

@@ -172,13 +172,16 @@ def test_summary_renders_the_benchmark_tables(tmp_path):
 
     bench = tmp_path / "reach.json"
     row = {"m": 8, "depth": "finite", "method": "lm", "instances": 10, "budget_s": 30.0, "success_rate": 0.4,
-           "median_time_s": 30.0, "median_depth": 80.0, "worst_replay_error": 8.7e-11}
+           "median_time_s": 30.0, "median_depth": 80.0, "worst_replay_error": 8.7e-11, "longest_solved": 12.5,
+           "by_difficulty": [{"bound_from": 0.0, "bound_below": 1.0, "instances": 6, "solved": 4},
+                             {"bound_from": 8.0, "bound_below": None, "instances": 4, "solved": 0}]}
     timed = [{"group": "flow m=8", "name": f"test_flow[{k}]", "stats": {"median": t}, "extra_info": {}}
              for k, t in (("taylor", 0.03), ("baseline-dop853", 0.02))]
     bench.write_text(json.dumps({"benchmarks": [{"extra_info": row}, *timed]}))
     doc = {"profile": "quick", "seed": 1, "passed": False, "theorems": []}
     text = summary.render(doc, summary.reach_rows(bench), summary.performance_rows(bench))
-    assert "| 8 | finite | lm | 10 | 30 | 40 % | 80 | 8.7e-11 |" in text and "FAIL" in text.splitlines()[0]
+    assert "| 8 | finite | lm | 10 | 30 | 40 % | [0, 1): 4/6, [8, inf): 0/4 | 12.5 | - | 80 | 8.7e-11 |" in text
+    assert "FAIL" in text.splitlines()[0]
     assert "| flow m=8 | test_flow[taylor] | 0.03 | 1.5 |" in text
     assert "Not measured in this run" in text
 

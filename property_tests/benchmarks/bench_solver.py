@@ -14,9 +14,9 @@ networks, median depth, worst replay error of the successes, and how many of the
 witnesses replay within their tolerance under the independent implementation
 (``property_tests/independent.py``: explicit loops; networks at the witness's precision, flows
 at 30 digits by Gragg-Bulirsch-Stoer extrapolation; its replay time is not part of an
-instance's seconds).  ``lm`` restarts until the budget is spent; the ``plain-lm`` baseline is
-one start of 300 Jacobians; ``costate`` is costate shooting and ``hub`` the
-search through a hub (issue 42).
+instance's seconds).  ``lm`` (the solver's defaults) restarts until the budget is spent; the
+``plain-lm`` baseline is one start of 300 Jacobians.  Costate shooting and the search through a
+hub (issue 42) were rows here until issue 54 removed them (docs/solver-reach.md).
 
 Each instance is a unit of a sweep (:mod:`verify.sweep`): ``REACH_SCHEDULER`` ``local`` (default:
 a Dask cluster of one single-threaded process per core, ``REACH_WORKERS`` of them when set),
@@ -29,6 +29,7 @@ takes hours: run it as ``make reach`` (or set the variables for a smaller one).
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
@@ -37,6 +38,7 @@ import pytest
 
 from property_tests import independent
 from theorems.reach import instance
+from verify.model.flow import flow
 from verify.search.settings import Settings
 from verify.search.shape_speed import minimal_duration, minimal_step_total, slowest
 from verify.search.solver import solve
@@ -54,14 +56,10 @@ WORKERS = int(os.environ["REACH_WORKERS"]) if os.environ.get("REACH_WORKERS") el
 JOURNAL = os.environ.get("REACH_JOURNAL", "reports/benchmarks/reach-journal.jsonl")
 RESUME = os.environ.get("REACH_RESUME", "") == "1"  # take instances finished with the same code from JOURNAL
 METHODS = {
-    "lm": dict(method="lm"),
+    "lm": {},  # the solver's defaults
     # one start of 300 Jacobians, single shooting of 10 m layers or steps, plain steps, straight-path start, X to Y only
-    "plain-lm": dict(method="lm", steps_per_dim=10, segments=1, max_iter=300, max_starts=1, population=1, acceleration=0.0,
+    "plain-lm": dict(steps_per_dim=10, segments=1, max_iter=300, max_starts=1, population=1, acceleration=0.0,
                      states="path", directions=("forward",), phases=({"share": 1.0},)),
-    # costate (Pontryagin) shooting by continuation (verify.search.costate; continuous depth only; issue 42)
-    "costate": dict(method="costate"),
-    # X -> hub and Y -> hub by lm, composed (verify.search.hub; continuous depth only; issue 42)
-    "hub": dict(method="hub"),
 }
 
 
@@ -75,11 +73,29 @@ def solve_unit(m: int, depth: str, method: str, index: int, seed: int, budget: f
     sol = solve(blocks, X, Y, settings)
     seconds = time.perf_counter() - t0
     bound = minimal_step_total if depth == "finite" else minimal_duration
+    # how much the returned control amplifies a perturbation of its durations (after the clock; continuous only)
+    gain = flow(blocks, sol.steps, X, propagate=True).amplification if sol.success and depth == "continuous" else None
     return {"success": sol.success, "message": sol.message, "seconds": seconds, "depth": sol.depth, "error": sol.error,
             "dps": sol.dps,
             "lost": sol.lost, "total_duration": sol.total_duration, "slowest": slowest(blocks, X, Y)[0],
-            "bound": bound(blocks, X, Y),
+            "bound": bound(blocks, X, Y), "amplification": gain,
             "independent_error": _independent_error(blocks, X, Y, sol.steps, sol.dps, depth) if sol.success else None}
+
+
+# Difficulty: the lower bound on the total |duration| (|step|) any control (network) from X to Y needs
+# (verify.search.shape_speed); rows report success per bin, so a reader sees where the solver stops.
+DIFFICULTY_BINS = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
+
+
+def by_difficulty(results: list[dict | None]) -> list[dict]:
+    """Instances and solved instances per bin of the lower bound (a failed unit counts as unsolved, bin unknown)."""
+    out = []
+    for lo, hi in zip(DIFFICULTY_BINS, DIFFICULTY_BINS[1:], strict=False):
+        inside = [r for r in results if r is not None and lo <= r["bound"] < hi]
+        if inside:
+            out.append({"bound_from": lo, "bound_below": hi if math.isfinite(hi) else None, "instances": len(inside),
+                        "solved": sum(r["success"] for r in inside)})
+    return out
 
 
 def solve_all(m: int, depth: str, method: str) -> list[dict | None]:
@@ -121,6 +137,10 @@ def summary(m: int, depth: str, method: str, results: list[dict | None]) -> dict
         "independent_within_tolerance": sum(e <= tolerance for e in theirs),
         "worst_independent_replay_error": max(theirs) if theirs else None,
         "high_precision_witnesses": sum(r["dps"] is not None for r in wins),
+        "by_difficulty": by_difficulty(results),
+        # where the solved ones reach: the longest returned control (network) and, continuous, its largest amplification
+        "longest_solved": max((r["total_duration"] for r in wins), default=None),
+        "largest_amplification": max((r["amplification"] for r in wins if r.get("amplification")), default=None),
     }
 
 
@@ -151,8 +171,6 @@ def _independent_error(blocks, X, Y, steps, digits, depth: str) -> float:
 @pytest.mark.parametrize("depth", ["finite", "continuous"])
 @pytest.mark.parametrize("m", SIZES)
 def test_reach(benchmark, m, depth, method):
-    if method in ("costate", "hub") and depth == "finite":
-        pytest.skip(f"method {method} builds continuous controls only")
     benchmark.group = f"reach m={m} {depth}"
     results = benchmark.pedantic(solve_all, (m, depth, method), rounds=1, iterations=1)
     out = summary(m, depth, method, results)

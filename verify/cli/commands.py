@@ -287,7 +287,7 @@ def _interpolate(args: argparse.Namespace) -> int:
     if args.out:
         check_creatable(args.out, "--out", force=args.force)  # before the search, not after it
     settings = Settings(
-        tolerance=args.tolerance, depth=args.depth, method=args.method, seed=args.search_seed,
+        tolerance=args.tolerance, depth=args.depth, seed=args.search_seed,
         time_budget=args.time_budget, prune=args.prune, **({"max_depth": args.max_depth} if args.max_depth else {}),
     )
     sol = api.interpolate(blocks, Xe, Ye, settings, _progress(args.quiet or args.json))
@@ -297,9 +297,8 @@ def _interpolate(args: argparse.Namespace) -> int:
         "lost_in_finish": sol.lost, "depth_before_pruning": sol.pruned_from,
     }
     if sol.success:
-        doc = api.witness(blocks, Xe, Ye, sol, args.tolerance, tool="verify interpolate", method=args.method,
-                          starts_or_moves=sol.moves, jacobians=sol.jacobians, depth_before_pruning=sol.pruned_from,
-                          wall_time_s=round(sol.wall_time, 3))
+        doc = api.witness(blocks, Xe, Ye, sol, args.tolerance, tool="verify interpolate", starts_or_moves=sol.moves,
+                          jacobians=sol.jacobians, depth_before_pruning=sol.pruned_from, wall_time_s=round(sol.wall_time, 3))
         checked = api.check(doc, estimate=True, dps=sol.dps).record
         out["replay"] = checked
         if args.dps:

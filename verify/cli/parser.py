@@ -176,8 +176,6 @@ def _add_interpolate(sub: Any) -> None:
     i.add_argument("--depth", choices=["continuous", "finite"], default="continuous",
                    help="continuous: a control (flow durations); finite: a residual network (layer steps); "
                         "default continuous")
-    i.add_argument("--method", choices=["lm", "steer", "costate", "hub"], default="lm",
-                   help="lm (default), bracket steering, costate shooting or through a hub (the last three continuous)")
     i.add_argument("--tolerance", type=float, default=1e-10, help="claimed max |image - target| (default 1e-10)")
     i.add_argument("--dps", type=_digits, default=None, help="also replay the witness at this many digits")
     i.add_argument("--max-depth", type=_count, default=None, help="largest number of steps/layers")

@@ -168,12 +168,19 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
     else:
         out.append("Not measured in this run: `verify run` without `--theorem` and `--no-reach` measures it.")
     if benchmark_reach:
-        out += ["", "Wall-clock reach table from `reports/benchmarks/reach.json` (`make reach`):", "",
-                "| N n d | depth | method | instances | budget (s) | solved | median depth | worst replay error | "
-                "replayed in high precision |", "|---|---|---|---|---|---|---|---|---|"]
+        out += ["", "Wall-clock reach table from `reports/benchmarks/reach.json` (`make reach`); difficulty is the "
+                "lower bound on the total |duration| (|step|) that any control (network) from X to Y needs, and a bin "
+                "[a, b) shows solved of instances:", "",
+                "| N n d | depth | method | instances | budget (s) | solved | by difficulty | longest solved | "
+                "largest amplification | median depth | worst replay error | replayed in high precision |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in sorted(benchmark_reach, key=lambda r: (r["m"], r["depth"], r["method"])):
+            bins = ", ".join(f"[{b['bound_from']:g}, {_number(b['bound_below']) if b['bound_below'] is not None else 'inf'}): "
+                             f"{b['solved']}/{b['instances']}"
+                             for b in r.get("by_difficulty") or []) or "-"
             out.append(f"| {r['m']} | {r['depth']} | {r['method']} | {r['instances']} | {_number(r['budget_s'])} | "
-                       f"{round(100 * r['success_rate'])} % | {_number(r['median_depth'])} | "
+                       f"{round(100 * r['success_rate'])} % | {bins} | {_number(r.get('longest_solved'))} | "
+                       f"{_number(r.get('largest_amplification'))} | {_number(r['median_depth'])} | "
                        f"{_number(r['worst_replay_error'], up)} | {r.get('high_precision_witnesses', 0)} |")
     if performance:
         out += ["", "## Performance", "",

@@ -8,7 +8,7 @@ adaptive stages, and after each stage lets ``correct`` (the solver's Newton-type
 exact Jacobian, with that duration held) move the others back onto the targets.  At theta = 1 the
 step is the identity and is dropped; in continuous depth the two steps around it, now of the
 same block, merge into one exactly, exp(a F) exp(b F) = exp((a + b) F)
-(:func:`verify.search.steering.merge`).  Removing a step at once and correcting from there fails on
+(:func:`verify.search.steps.merge`).  Removing a step at once and correcting from there fails on
 long networks: on a 48-layer network at m = 8 (Jacobian singular values up to 7e3), dropping
 a layer of step 0.04 moved the end 1.5 away, and Newton steps from there did not lower the
 residual.

@@ -20,7 +20,6 @@ class Settings:
 
     tolerance: float = 1e-10
     depth: str = "continuous"  # or "finite"
-    method: str = "lm"  # or "steer", "costate" (verify.search.costate) or "hub" (verify.search.hub)
     seed: int = 0
     steps_per_dim: float | None = None  # lm: control length = steps_per_dim * m (None: DEPTH_DEFAULTS)
     segments: int | None = None  # lm: shooting segments (1: single shooting; None: enough for segment_steps each)
@@ -47,7 +46,6 @@ class Settings:
     tight_speed: float = 0.05  # lm, finite depth, pairs (n = 2): first expand input pairs slower than this by one
     # large layer (verify.search.pair_expansion), then search from there; 0: never
     time_budget: float = 60.0  # seconds of wall time
-    max_moves: int = 2_000  # steer
     prune: float = 0.0  # seconds (beyond time_budget) of greedy pruning of a found control or network
     # (verify.search.pruning, prune_found); 0: none
 

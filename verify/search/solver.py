@@ -1,9 +1,7 @@
 """Constructive interpolation: a control (or network) mapping the inputs onto the targets.
 
-Four methods, all after :func:`verify.lie.admissibility.check_admissible` has refused targets that an
-invariant forbids:
-
-* ``lm`` (default): multiple shooting (:mod:`verify.search.shooting`): ``steps_per_dim * m`` steps of
+One method, after :func:`verify.lie.admissibility.check_admissible` has refused targets that an
+invariant forbids: multiple shooting (:mod:`verify.search.shooting`): ``steps_per_dim * m`` steps of
   the alternating pattern cut into ``segments`` segments (by default as many as give about
   ``segment_steps`` steps each) whose intermediate states are unknowns too (the defaults
   depend on the depth: ``DEPTH_DEFAULTS`` of :mod:`verify.search.settings`, filled in by its
@@ -48,15 +46,9 @@ invariant forbids:
   :func:`verify.search.population.population_lm`).  ``steps_per_dim=10, segments=1, population=1,
   max_starts=1, max_iter=300, acceleration=0, states="path", directions=("forward",)`` is the
   plain single-start Levenberg-Marquardt fit, the benchmark's baseline.
-* ``costate``: costate (Pontryagin) shooting for the alternating pattern, tracked by
-  pseudo-arclength continuation from random durations (:mod:`verify.search.costate`; continuous
-  depth only; issue 42, measured in docs/solver-reach.md).
-* ``hub``: X -> H and Y -> H by ``lm`` and composed, H a well-spread hub
-  (:mod:`verify.search.hub`; continuous depth only; issue 42).
-* ``steer``: bracket steering along the path to the targets (:mod:`verify.search.steering`): each move
-  aims a fraction of the way, Newton on the bracket coefficients realises it by commutators of
-  flows; the fraction grows after a success and halves after a failure.  Measured reach is
-  poor (see the issue notes); it is kept as the construction the proof suggests.
+The wing held three other methods until issue 54: bracket steering, costate (Pontryagin)
+shooting and a search through a hub; none solved an instance this one missed, and they were
+removed (their measurements stay in docs/solver-reach.md, their code in git history).
 
 Targets equal to the inputs get the empty control (or network) at once.  Consecutive steps of
 one block are merged and zero steps dropped.  The returned
@@ -91,7 +83,6 @@ from verify.lie.admissibility import check_admissible, check_blocks_move
 from verify.model.blocks import Block
 from verify.model.dynamics import FINITE
 from verify.model.network import propagated_rounding
-from verify.search import costate
 from verify.search.diagnosis import not_found
 from verify.search.finish import (
     HIGH_DPS,
@@ -103,7 +94,6 @@ from verify.search.finish import (
     float64_reach,
     high_digits,
 )
-from verify.search.hub import hub_solve
 from verify.search.newton import chord_in_precision
 from verify.search.pair_expansion import expansion
 from verify.search.population import PopulationRecord, population_lm
@@ -112,7 +102,6 @@ from verify.search.settings import DEPTH_DEFAULTS, STATES, Settings, resolve, va
 from verify.search.shape_speed import shape_speeds
 from verify.search.shooting import Shooting
 from verify.search.solution import Solution
-from verify.search.steering import steer_solve
 
 MAX_SIZE = 1024  # N n d: the shooting matrices of a larger collection take gigabytes, and nothing past 128 was ever solved
 
@@ -157,15 +146,6 @@ def _solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     if np.array_equal(X, Y):  # the empty control (or network) is exact; a search would return a long one
         return Solution.of([], success=True, message="the targets equal the inputs: no steps needed", error=0.0, moves=0,
                            jacobians=0, wall_time=0.0, settings=asdict(settings))
-    continuous_only = {"steer": lambda: steer_solve(blocks, X, Y, settings, progress),
-                       "costate": lambda: _costate_solve(blocks, X, Y, settings),
-                       "hub": lambda: hub_solve(blocks, X, Y, settings, solve)}
-    if settings.method in continuous_only:
-        if settings.depth == "finite":
-            raise InputError(f"method {settings.method!r} builds continuous controls only; use method 'lm' for finite depth")
-        return continuous_only[settings.method]()
-    if settings.method != "lm":
-        raise InputError(f"unknown method {settings.method!r}; choose 'lm', 'steer', 'costate' or 'hub'")
     if not settings.directions or not set(settings.directions) <= {"forward", "backward"}:
         raise InputError(f"directions {settings.directions!r}: choose one or both of 'forward' and 'backward'")
     if not settings.phases or not all(map(valid_phase, settings.phases)):
@@ -321,20 +301,6 @@ def _lm_solve(blocks, X, Y, settings: Settings, progress) -> Solution:
     return Solution.of(found.steps, success=ok, message=msg, error=found.error, moves=rec.starts,
                        jacobians=rec.jacobians + extra_jacobians[0], wall_time=time.perf_counter() - t0,
                        settings=asdict(settings), seeds=keys, dps=found.dps, lost=dict(lost))
-
-
-def _costate_solve(blocks, X, Y, settings: Settings) -> Solution:
-    t0 = time.perf_counter()
-    rec = costate.search(blocks, X, Y, settings.tolerance, settings.seed, t0 + settings.time_budget, settings.acceleration)
-    found = rec.found or Finished()
-    ok = found.error <= settings.tolerance
-    stops = Counter(p.stop for p in rec.paths)
-    msg = (f"reached the targets after {rec.starts} continuation(s)" if ok else
-           f"not found within {settings.time_budget:.3g} s: {rec.starts} continuation(s) ("
-           + ", ".join(f"{k}: {v}" for k, v in sorted(stops.items())) + ")" + costate.furthest(rec.paths))
-    return Solution.of(found.steps, success=ok, message=msg, error=found.error, moves=rec.starts, jacobians=rec.jacobians,
-                       wall_time=time.perf_counter() - t0, settings=asdict(settings), seeds=rec.keys, dps=found.dps,
-                       lost=rec.lost)
 
 
 def _phases(shoot: Shooting, settings: Settings, backward: list[bool], search_tol: float, t0: float,
