@@ -14,9 +14,11 @@ from verify.search.shooting import START_STATES
 @dataclass(frozen=True)
 class Settings:
     """What the search is asked for and how it searches.  The main options come first
-    (tolerance, depth, method, seed; time_budget below); the fields marked "lm" shape the
-    default method's multiple shooting and population, and those left at None take the depth's
-    DEPTH_DEFAULTS (:func:`resolve`)."""
+    (tolerance, depth, seed; time_budget below); the fields marked "lm" shape the multiple
+    shooting and its population (the name of the one method, kept from when there were four),
+    and those left at None take the depth's DEPTH_DEFAULTS (:func:`resolve`).  The defaults are
+    measured ones (docs/solver-reach.md, "Measurements behind the solver's constants"); the
+    fields stay settable because the reach benchmark's ``plain-lm`` baseline sets them."""
 
     tolerance: float = 1e-10
     depth: str = "continuous"  # or "finite"
@@ -39,9 +41,6 @@ class Settings:
     # "share" of the time budget (the last takes what is left) and of max_starts, and optionally its own "scale",
     # "image_scale", "states" and (continuous depth) "substeps"; None: DEPTH_DEFAULTS
     max_starts: int = 1_000_000  # lm: random starts per direction (the time budget usually ends them first)
-    first_fraction: float = 0.05  # first move: this fraction of the way to the targets
-    min_fraction: float = 1e-4
-    max_degree: int = 10
     max_depth: int = 500_000  # steps (continuous) or layers (finite)
     tight_speed: float = 0.05  # lm, finite depth, pairs (n = 2): first expand input pairs slower than this by one
     # large layer (verify.search.pair_expansion), then search from there; 0: never
