@@ -157,3 +157,12 @@ def test_every_output_names_the_code_that_made_it(tmp_path):
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
     if head.returncode == 0:  # a checkout (CI clones one): the commit is HEAD's
         assert code["commit"] == head.stdout.strip() and isinstance(code["dirty"], bool)
+
+
+def test_a_yes_no_word_always_agrees_with_the_verdict():
+    """A hand-edited yes/no check (value -1 or 0.5 instead of 0 or 1) reads as its verdict does."""
+    from verify.reporting.results import passes, yes_no
+
+    for value in (-1.0, 0.0, 0.5, 1.0, "nan"):
+        c = {"boolean": True, "value": value, "bound": 0.0}
+        assert (yes_no(c) == "yes") == passes(value, 0.0), value

@@ -78,10 +78,12 @@ def holds(name: str, ok: bool, origin: str, *, certified: bool = False, kind: st
 
 
 def yes_no(c: dict[str, Any], key: str = "value") -> str | None:
-    """A yes/no check's value or bound (always "yes": the claim must hold) as a word; None for a number."""
+    """A yes/no check's value or bound (always "yes": the claim must hold) as a word; None for a
+    number.  The value's word is its verdict's (:func:`passes`), so a hand-edited value can never
+    read "no" beside a pass."""
     if not c.get("boolean"):
         return None
-    return "yes" if key == "bound" or c[key] in (0, 0.0) else "no"
+    return "yes" if key == "bound" or passes(c["value"], c["bound"]) else "no"
 
 
 def notes(checks: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[int]]:
