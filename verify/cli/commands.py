@@ -7,7 +7,6 @@ import argparse
 import dataclasses
 import io
 import math
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -21,7 +20,7 @@ from verify import api
 from verify.cli.parser import EXIT_FAIL, EXIT_OK, flags
 from verify.io import datafiles, validate, witness
 from verify.io.errors import InputError
-from verify.io.files import Limits, check_creatable, check_outputs, create_exclusive, load_json, replace_file
+from verify.io.files import Limits, check_creatable, check_outputs, load_json, write_output
 from verify.lie import certify
 from verify.lie.admissibility import check_admissible
 from verify.lie.hall import basis, str_word
@@ -244,7 +243,7 @@ def _rank(args: argparse.Namespace) -> int:
         buf = io.BytesIO()
         np.savez(buf, matrix=np.asarray(res.matrix, dtype=float), words=np.array([str_word(w) for w in basis(res.max_degree)]),
                  sequences=np.array(res.sequences))
-        (replace_file if args.force and os.path.lexists(args.dump) else create_exclusive)(args.dump, buf.getvalue())
+        write_output(args.dump, buf.getvalue(), force=args.force)
     if res.undecided:
         out["undecided"] = flags(res.undecided)
     if args.json:

@@ -209,6 +209,17 @@ def create_exclusive(path: str | Path, text: str | bytes) -> None:
         f.write(text.encode("utf-8") if isinstance(text, str) else text)
 
 
+def write_output(path: str | Path, text: str | bytes, *, force: bool = False) -> Path:
+    """A user's output file (a witness, a dump), checked by :func:`check_creatable` before the
+    work: created exclusively, or with ``force`` an existing file or link replaced
+    (:func:`replace_file`), never written through."""
+    p = Path(path)
+    if force and os.path.lexists(p):
+        return replace_file(p, text)
+    create_exclusive(p, text)
+    return p
+
+
 def check_outputs(directory: str | Path, files: tuple[str, ...] = (), folders: tuple[str, ...] = (), *,
                   force: bool = False) -> None:
     """Refuse, before any work, what would make a report write outside ``directory``, fail after

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -48,16 +47,7 @@ import numpy as np
 
 from verify.io import validate
 from verify.io.errors import InputError
-from verify.io.files import (
-    DEFAULT_LIMITS,
-    Limits,
-    check_creatable,
-    create_exclusive,
-    decimal,
-    load_json,
-    parse_json,
-    replace_file,
-)
+from verify.io.files import DEFAULT_LIMITS, Limits, check_creatable, decimal, load_json, parse_json, write_output
 from verify.lie.symmetry import exact
 from verify.model.backend import namespace
 from verify.model.blocks import Block
@@ -339,8 +329,4 @@ def dumps(doc: dict[str, Any]) -> str:
 def save(doc: dict[str, Any], path: str | Path, *, force: bool = False) -> Path:
     """Write a witness; refuses to replace an existing file (or a link) unless ``force``, and
     then replaces it (a link is replaced, never written through)."""
-    p = check_creatable(path, force=force)
-    if os.path.lexists(p):
-        return replace_file(p, dumps(doc))
-    create_exclusive(p, dumps(doc))
-    return p
+    return write_output(check_creatable(path, force=force), dumps(doc), force=force)

@@ -35,7 +35,7 @@ from typing import Any
 from verify.io.files import replace_file
 from verify.reporting.latex import escape, text
 from verify.reporting.results import kind_of, notes, yes_no
-from verify.reporting.rounding import bound, down, up
+from verify.reporting.rounding import down, strict_below, up
 from verify.reporting.summary import journal_line, selfcheck_line, shapes
 from verify.version import NAME, describe, provenance
 
@@ -59,10 +59,12 @@ def _number(x: Any, rounding: Callable[[float], str] | None = None) -> str:
 
 def _shown(c: dict[str, Any], key: str) -> str:
     """A value rounded up, a bound as $<1$ or $\\le$ rounded down, yes/no for a yes/no check."""
-    if yes_no(c, key) or key == "value":
-        return yes_no(c, key) or _number(c[key], up)
-    if isinstance(c[key], (int, float)) and bound(c[key]).startswith("< "):
-        return f"$<{bound(c[key])[2:]}$"
+    word = yes_no(c, key)
+    if word or key == "value":
+        return word or _number(c[key], up)
+    k = strict_below(c[key]) if isinstance(c[key], (int, float)) else None
+    if k is not None:
+        return f"$<{k}$"
     shown = _number(c[key], down)
     return f"$\\le {shown[1:]}" if shown.startswith("$") else shown
 

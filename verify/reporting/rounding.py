@@ -42,11 +42,15 @@ def down(x: float, digits: int = 3, style: str = "e") -> str:
     return _directed(x, digits, style, ROUND_FLOOR)
 
 
-def bound(x: float, style: str = "e") -> str:
-    """A bound a value is held below: '< k' when ``x`` is the float just below a whole number k
-    (how the suite holds a strict inequality, value <= nextafter(k, 0)), else '<= ' and ``x``
-    rounded down."""
+def strict_below(x: float) -> int | None:
+    """k when ``x`` is the float just below a whole number k other than 0 (how the suite holds a
+    strict inequality value < k: value <= nextafter(k, 0)), else None."""
     k = round(x) if math.isfinite(x) else 0
-    if k != 0 and x == math.nextafter(float(k), 0.0):
-        return f"< {k}"
-    return f"<= {down(x, 3, style)}"
+    return k if k != 0 and x == math.nextafter(float(k), 0.0) else None
+
+
+def bound(x: float, style: str = "e") -> str:
+    """A bound a value is held below: '< k' for a strict one (:func:`strict_below`), else '<= '
+    and ``x`` rounded down."""
+    k = strict_below(x)
+    return f"< {k}" if k is not None else f"<= {down(x, 3, style)}"
