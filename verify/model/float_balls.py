@@ -12,7 +12,8 @@ With u = 2^-53 and eta = 2^-1074 (the smallest subnormal):
   |fl(x^T y) - x^T y| <= gamma_k |x|^T |y| + k eta, gamma_k = k u / (1 - k u) <= 2 k u;
 * a radius is an expression in nonnegative numbers evaluated with at most K roundings on any
   path, so its exact value is at most (1 - u)^(-K) times the computed one: :func:`up`
-  multiplies by 1 + 4 (K + 2) u, adds (K + 2) eta and moves one float up.
+  multiplies by 1 + 4 (K + 3) u and adds (K + 3) eta, the extra u and eta covering its own
+  two roundings (no float to move up afterwards, one pass less over the array).
 
 Midpoints keep float64's sixteen digits, so a ball is never narrower than about 1e-16 of its
 midpoint.  That is what the validated flow can afford where the balls only bound a remainder
@@ -48,7 +49,16 @@ ETA = float(np.nextafter(0.0, 1.0))  # 2^-1074: the absolute error of an operati
 def up(x: np.ndarray, ops: int) -> np.ndarray:
     """An upper bound of the exact value of a nonnegative expression that was evaluated in
     float64 with at most ``ops`` roundings on any path (module docstring)."""
-    return np.nextafter(x * (1.0 + 4.0 * (ops + 2) * U) + (ops + 2) * ETA, np.inf)
+    return _up(np.array(x, dtype=float), ops)[()]
+
+
+def _up(x: np.ndarray, ops: int) -> np.ndarray:
+    """:func:`up` in place, for a fresh array: x (1 + 4 (ops + 3) u) + (ops + 3) eta.  Its own two
+    roundings are covered: fl(fl(x f) + e) >= x f (1 - 2u) + (e - eta/2)(1 - u), at least
+    x (1 + 4 (ops + 2) u) + (ops + 2) eta, which bounds the exact value (module docstring)."""
+    np.multiply(x, 1.0 + 4.0 * (ops + 3) * U, out=x)
+    np.add(x, (ops + 3) * ETA, out=x)
+    return x
 
 
 class Balls:
@@ -96,7 +106,11 @@ class Balls:
     def __add__(self, other: Any) -> Balls:
         o = lift(other)
         m = self.m + o.m
-        return Balls(m, up(self.r + o.r + 2 * U * np.abs(m), 3))
+        r = np.abs(m)
+        r *= 2 * U
+        r += self.r
+        r += o.r
+        return Balls(m, _up(r, 3))
 
     __radd__ = __add__
 
@@ -107,9 +121,20 @@ class Balls:
         return lift(other) + (-self)
 
     def __mul__(self, other: Any) -> Balls:
+        if isinstance(other, (int, float, np.integer, np.floating)) and not isinstance(other, bool):
+            m = self.m * float(other)  # an exact factor: one rounding
+            r = np.abs(m)
+            r *= 2 * U
+            r += self.r * abs(float(other))
+            r += ETA
+            return Balls(m, _up(r, 4))
         o = lift(other)
         m = self.m * o.m
-        return Balls(m, up(np.abs(self.m) * o.r + self.r * (np.abs(o.m) + o.r) + 2 * U * np.abs(m) + ETA, 6))
+        r = np.abs(self.m) * o.r  # the full (broadcast) shape
+        r += self.r * (np.abs(o.m) + o.r)
+        r += 2 * U * np.abs(m)
+        r += ETA
+        return Balls(m, _up(r, 6))
 
     __rmul__ = __mul__
 
@@ -160,8 +185,13 @@ def matmul(a: Any, b: Any) -> Balls:
     k = a.shape[-1]
     m = np.matmul(a.m, b.m)
     bm = np.abs(b.m)
-    r = np.matmul(np.abs(a.m), b.r + (2 * k * U) * bm) + np.matmul(a.r, bm + b.r) + 2 * k * ETA
-    return Balls(m, up(r, k + 6))
+    scaled = bm * (2 * k * U)
+    scaled += b.r
+    bm += b.r
+    r = np.matmul(np.abs(a.m), scaled)
+    r += np.matmul(a.r, bm)
+    r += 2 * k * ETA
+    return Balls(m, _up(r, k + 6))
 
 
 def cauchy(A: Any, B: Any) -> Balls:
@@ -188,9 +218,22 @@ def products(A: Any, B: Any) -> Balls:
     J = A.shape[0]
     bm = np.abs(B.m)
     m = np.einsum("j...,j...->...", A.m, B.m)
-    r = np.einsum("j...,j...->...", np.abs(A.m), B.r + (2 * (J + 1) * U) * bm) + \
-        np.einsum("j...,j...->...", A.r, bm + B.r) + 2 * (J + 1) * ETA
-    return Balls(m, up(r, J + 6))
+    scaled = bm * (2 * (J + 1) * U)
+    scaled += B.r
+    bm += B.r
+    r = np.einsum("j...,j...->...", np.abs(A.m), scaled)
+    r += np.einsum("j...,j...->...", A.r, bm)
+    r += 2 * (J + 1) * ETA
+    return Balls(m, _up(r, J + 6))
+
+
+def on_dominant(a: Any, top: np.ndarray) -> Balls:
+    """a less, row by row, its entry marked in ``top`` (one per row), which is then exactly 0:
+    the marked entry is picked exactly (a sum of it and zeros), so only the difference rounds."""
+    a = lift(a)
+    picked = Balls(np.sum(a.m * top, axis=-1, keepdims=True), np.sum(a.r * top, axis=-1, keepdims=True))
+    less = a - picked
+    return Balls(np.where(top, 0.0, less.m), np.where(top, 0.0, less.r))
 
 
 def total(a: Any, axis: Any = None, keepdims: bool = False) -> Balls:
@@ -261,6 +304,7 @@ _NAMESPACE = types.SimpleNamespace(
     sum=total,
     cauchy=cauchy,
     products=products,
+    on_dominant=on_dominant,
     max=largest,
     where=where,
     expand_dims=_both(np.expand_dims),

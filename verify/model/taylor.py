@@ -206,14 +206,16 @@ def _recur(s: _Series, block: Block, start: int, stop: int, tan: bool, frozen: i
         # along a polynomial of degree p the series of X, QX, KX, VX vanish above p: only j with
         # k - j <= p (and j <= p where both factors are such series) contribute to order k
         lo, both = (0, k) if frozen is None else (max(0, k - frozen), min(k, frozen))
+        moving = frozen is None or k <= frozen  # above p the polynomial's X_k, QX_k, KX_k, VX_k (and tangents) stay 0
         Xk = s["X"][k, ...]
-        s.put("QX", k, xp.matmul(Xk, Qt))
-        if balls and k == 0:  # keys and values from the anchor a: exact, and far narrower balls
-            s.anchor = _anchor(Xk)
-            s.va = xp.matmul(xp.asarray(s.anchor), Vt)
-            Xk = Xk - xp.asarray(s.anchor)
-        s.put("KXt", k, xp.matrix_transpose(xp.matmul(Xk, Kt)))
-        s.put("VX", k, xp.matmul(Xk, Vt))
+        if moving:
+            s.put("QX", k, xp.matmul(Xk, Qt))
+            if balls and k == 0:  # keys and values from the anchor a: exact, and far narrower balls
+                s.anchor = _anchor(Xk)
+                s.va = xp.matmul(xp.asarray(s.anchor), Vt)
+                Xk = Xk - xp.asarray(s.anchor)
+            s.put("KXt", k, xp.matrix_transpose(xp.matmul(Xk, Kt)))
+            s.put("VX", k, xp.matmul(Xk, Vt))
         L = beta * _cauchy(xp, s["QX"], s["KXt"], k, lo, both)
         if k:
             L = centred(xp, L, s["P"][0, ...], s.dominant)
@@ -243,10 +245,11 @@ def _recur(s: _Series, block: Block, start: int, stop: int, tan: bool, frozen: i
                 s.put("X", k + 1, F / (k + 1))
         if not tan:
             continue
-        dXk = s["dX"][k, ...]
-        s.put("dQX", k, xp.matmul(dXk, Qt))
-        s.put("dKXt", k, xp.matrix_transpose(xp.matmul(dXk, Kt)))
-        s.put("dVX", k, xp.matmul(dXk, Vt))
+        if moving:
+            dXk = s["dX"][k, ...]
+            s.put("dQX", k, xp.matmul(dXk, Qt))
+            s.put("dKXt", k, xp.matrix_transpose(xp.matmul(dXk, Kt)))
+            s.put("dVX", k, xp.matmul(dXk, Vt))
         dL = beta * (_cauchy(xp, s["dQX"], s["KXt"], k, lo, both) + _cauchy(xp, s["QX"], s["dKXt"], k, lo, both))
         if s.dominant is not None:  # balls: the same row shifts as L (softmax's derivative ignores them too)
             dL = centred(xp, dL, P, s.dominant)
