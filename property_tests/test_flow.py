@@ -331,3 +331,21 @@ def test_flows_reach_fewer_directions_at_second_order_than_networks(index):
 
     assert reached(flow(blocks, steps, X, sensitivities=True).d_durations) == 3
     assert reached(apply(blocks, steps, X, sensitivities=True).d_steps) >= 4
+
+
+@settings(max_examples=examples(10, "float64 flows with sensitivities, one per control step"), deadline=None)
+@given(seed=st.integers(0, 2**16))
+def test_the_amplification_profile_covers_the_rest_of_the_flow(seed):
+    """Per control step k, the guide's amplification is at least ||J||_inf of the flow from the
+    start of step k to the end (computed independently, by sensitivities of that rest), and the
+    largest of them is the flow's amplification."""
+    rng = np.random.default_rng(seed)
+    blocks = gaussian_blocks(seed, 2)
+    X = rng.normal(size=(2, 3, 2))
+    control = [(int(b), float(t)) for b, t in zip(rng.integers(0, 2, 6), rng.uniform(-1.5, 1.5, 6), strict=True)]
+    res = flow(blocks, control, X, propagate=True)
+    assert len(res.amplifications) == len(control) and max(res.amplifications) == res.amplification
+    for k in range(len(control)):
+        start = flow(blocks, control[:k], X).end
+        rest = flow(blocks, control[k:], start, sensitivities=True).d_initial
+        assert res.amplifications[k] >= (1 - 1e-9) * float(np.max(np.sum(np.abs(rest), axis=-1)))

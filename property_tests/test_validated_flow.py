@@ -25,7 +25,7 @@ from verify.model.blocks import gaussian_blocks
 from verify.model.flow import flow
 from verify.model.taylor import along_polynomial, coefficients, evaluate
 from verify.verdicts import enclosure, remainder
-from verify.verdicts.lohner import LohnerSet
+from verify.verdicts.lohner import LohnerSet, midpoints
 
 seeds = st.integers(0, 2**16)
 
@@ -66,6 +66,10 @@ def test_float_ball_operations_contain_the_exact_results(seed, spread):
         for pa, pb, pc, pp, pe in zip(*(_points(x, rng) for x in (a, b, c, pos, e)), strict=True):
             assert _contains(a + b, pa + pb) and _contains(a - b, pa - pb) and _contains(a * b, pa * pb)
             assert _contains(a / pos, pa / pp) and _contains(3 * a / 7, pa * 3 / 7)
+            assert _contains(a * 0.1, pa * flint.arb(0.1)) and _contains(b[0] * a, pb[0] * pa)  # a factor; a broadcast
+            top = np.arange(4) == rng.integers(0, 4, size=(3, 1))  # one entry per row, as attention's dominant weight
+            less = fb.on_dominant(a, top)
+            assert _contains(less, pa - (pa * top).sum(axis=-1, keepdims=True)) and not np.any(less.m[top] + less.r[top])
             assert _contains(xp.matmul(a, c), np.matmul(pa, pc))
             assert _contains(xp.sum(a, axis=-1, keepdims=True), pa.sum(axis=-1, keepdims=True))
             assert _contains(fb.products(a, b), (pa * pb).sum(axis=0))
@@ -170,6 +174,24 @@ def test_one_validated_step_contains_the_exact_step(seed, causal, scale, offset)
         for s in range(2):
             ball = T[s] + flint.arb(0, float(r[s]))
             assert all(b.contains(flint.arb(str(v))) for b, v in zip(ball.ravel(), exact[s].ravel(), strict=True))
+
+
+@settings(max_examples=examples(8, "Arb enclosures against 60-100 digits"), deadline=None)
+@given(seed=seeds, h=st.sampled_from([0.01, 0.1, 0.4]), allowed=st.sampled_from([1e-30, 1e-20, 1e-12]))
+def test_the_centre_series_contains_the_exact_coefficients(seed, h, allowed):
+    """The centre's Taylor coefficients, in Arb to the order the step needs and in float64 balls
+    above it, contain the 60-digit coefficients at the centre (an Arb point at 30 digits, which
+    no float64 holds)."""
+    rng = np.random.default_rng(seed)
+    block = gaussian_blocks(seed, 2)[0]
+    with precision(30):
+        c = midpoints(np.vectorize(lambda v: flint.arb(v) / 3, otypes=[object])(rng.normal(size=(2, 3, 2))))  # not floats
+        sc = along_polynomial(enclosure._in_float_balls(block.in_arb()), fb.from_arb(c), remainder.ORDER,
+                              remainder.ORDER + 1)
+        got = enclosure._centre_series(block.in_arb(), c, sc, h, allowed)
+    with precision(60):
+        exact = coefficients(block, c, remainder.ORDER)[0]
+        assert all(g.contains(e) for G, E in zip(got, exact, strict=True) for g, e in zip(G.ravel(), E.ravel(), strict=True))
 
 
 @pytest.mark.slow

@@ -162,7 +162,8 @@ class Flow(Dynamics):
     def estimated_image(self, blocks, steps, X, dps=None, progress=None):
         res = flow(blocks, steps, X, dps=dps, propagate=True, progress=progress)
         return EstimatedImage(end=res.end, estimate=float(res.error_estimate),
-                              work={"taylor_steps": res.taylor_steps, "amplification": res.amplification})
+                              work={"taylor_steps": res.taylor_steps, "amplification": res.amplification,
+                                    "amplifications": res.amplifications})
 
 
 FINITE = Network(depth="finite", unit="layers")

@@ -78,7 +78,9 @@ class FlowResult:
     (max-norm, float), the number of Taylor steps, and, when asked for, ``d_durations``
     (shape (N n d, K)) and ``d_initial`` (per-sequence Jacobians, shape (N, n d, n d)).  With
     ``propagate``, ``amplification``: the largest ||J_K ... J_(k+1)||_inf over the Taylor steps
-    k, how much an error made inside the flow can grow by its end (1 otherwise)."""
+    k, how much an error made inside the flow can grow by its end (1 otherwise), and
+    ``amplifications``: the same largest norm per control step (over its Taylor steps and the
+    point where it starts; empty otherwise)."""
 
     end: Any
     error_estimate: float
@@ -86,6 +88,7 @@ class FlowResult:
     d_durations: Any = None
     d_initial: Any = None
     amplification: float = 1.0
+    amplifications: tuple[float, ...] = ()
 
 
 def taylor_order(tol: float) -> int:
@@ -217,15 +220,20 @@ def flow(
     return _flow(blocks, control, X, tol or DEFAULT_TOL, UNIT, sensitivities, propagate, max_steps, deadline, progress)
 
 
-def _propagated(local: list[float], jacobians: list[Any]) -> tuple[float, float]:
+def _propagated(local: list[float], jacobians: list[Any], owners: list[int],
+                controls: int) -> tuple[float, tuple[float, ...]]:
     """sum_k ||J_K ... J_{k+1}||_inf local_k: each Taylor step's local error (max-norm) carried to
-    the end by the (per-sequence) Jacobian of the steps after it; and the largest of those norms."""
-    total, largest, G = 0.0, 1.0, None
-    for e, J in zip(reversed(local), reversed(jacobians), strict=True):
+    the end by the (per-sequence) Jacobian of the steps after it; and per control step (Taylor
+    step k belongs to control step ``owners[k]``) the largest of those norms over its Taylor
+    steps and its start (||J_K ... J_k|| for its first Taylor step k)."""
+    total, G = 0.0, None
+    profile = [1.0] * controls
+    for e, J, k in zip(reversed(local), reversed(jacobians), reversed(owners), strict=True):
         norm = 1.0 if G is None else float(np.max(np.sum(np.abs(G), axis=-1)))
-        total, largest = total + e * norm, max(largest, norm)
+        total, profile[k] = total + e * norm, max(profile[k], norm)
         G = J if G is None else np.matmul(G, J)
-    return total, largest
+        profile[k] = max(profile[k], float(np.max(np.sum(np.abs(G), axis=-1))))  # an error made as the step starts
+    return total, tuple(profile)
 
 
 def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, deadline, progress=None) -> FlowResult:
@@ -236,7 +244,7 @@ def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, de
     p = taylor_order(tol)
     basis = basis_directions(xp, n, d, X) if sensitivities else None
     count, told = 0, time.perf_counter()
-    step_jacobians, end_fields, local, taylor_jacobians = [], [], [], []
+    step_jacobians, end_fields, local, taylor_jacobians, owners = [], [], [], [], []
     scale0 = _maxabs(xp, X)
     unit_basis = basis_directions(namespace("numpy"), n, d) if propagate else None
     hp = is_mp(xp) and xp.element != "arb"  # balls keep every order: a float64 tail has no radius
@@ -275,6 +283,7 @@ def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, de
             if propagate:  # this Taylor step's Jacobian, in float64 (it only scales the estimate)
                 _, dXf = coefficients(blocks[b], np.asarray(X, dtype=float), p, unit_basis)
                 taylor_jacobians.append(columns_to_jacobians(namespace("numpy"), evaluate(dXf, sign * float(h))))
+                owners.append(k)
             X = X1
             if T is not None:
                 T = evaluate(dXk, sign * h)
@@ -287,13 +296,14 @@ def _flow(blocks, control, X, tol, unit, sensitivities, propagate, max_steps, de
         if sensitivities:
             step_jacobians.append(columns_to_jacobians(xp, T))
             end_fields.append(field(blocks[b], X))
-    estimate, amplification = _propagated(local, taylor_jacobians) if propagate else (sum(local), 1.0)
+    estimate, profile = _propagated(local, taylor_jacobians, owners, len(control)) if propagate else (sum(local), ())
+    amplification = max(profile, default=1.0)
     if propagate and estimate > math.sqrt(unit) * max(1.0, _maxabs(xp, X), scale0):
         estimate = math.inf  # half the digits lost: the linearised propagation no longer describes the error
     if not sensitivities:
-        return FlowResult(X, estimate, count, amplification=amplification)
+        return FlowResult(X, estimate, count, amplification=amplification, amplifications=profile)
     d_dur, G = backward_products(xp, step_jacobians, end_fields, n * d, X)
-    return FlowResult(X, estimate, count, d_dur, G, amplification)
+    return FlowResult(X, estimate, count, d_dur, G, amplification, profile)
 
 
 def refuse(scale: float, taken: int, steps_needed: float, max_steps: int, deadline: float, where: str) -> None:

@@ -28,7 +28,14 @@ the set, |x - c| <= s componentwise, and p = ORDER:
 
 The heavy parts (the recurrences with n d tangents over X, the bounds of steps 2 and 3) run in
 float64 balls (:mod:`verify.model.float_balls`: rigorous, NumPy's speed, float64's width); the
-centre's Taylor step T_c(h) and the Lohner set run in Arb at ``digits``.
+centre's Taylor step T_c(h) and the Lohner set run in Arb at ``digits`` (T_c's high orders,
+whose float64 balls add less than TAIL_SHARE of the step's allowance, from those balls).
+
+Step lengths: the float64 rule proposes at most; after a step the next aims at 0.9^19 of its
+allowance as the last remainder predicts it (r falls like h^19; at most twice as long); a
+remainder above its allowance shortens the step by 0.9 (allowance / r)^(1/19).  The rule of
+before (a quarter longer each step, at least halving on a miss) left the median remainder at
+3e-4 of its allowance on c18c (docs/verdicts.md).
 
 A duration that is not a binary float (a decimal string) is integrated to the float nearest it
 and the rest, a tiny ball, is covered by a first-order step over an a-priori box (Picard:
@@ -81,11 +88,12 @@ from verify.verdicts.remainder import DEFECT_ORDERS, ORDER, shorter, step_remain
 DIGITS = 30  # Arb's working precision: the widths come from the remainders, not from the digits
 INFLATIONS = 6  # tries at an a-priori box (a duration's decimal rest, a free duration's extra time)
 MAX_STEPS = 20_000  # validated Taylor steps over the whole control
-REMAINDER_DIGITS = 10  # a step's remainder may add 10^(10 - digits) max(1, |x|): well above the rounding
+REMAINDER_DIGITS = 4  # a remainder may add 10^(4 - digits) max(1, |x|), above the rounding (10: c18c needed 60 digits)
 TOO_WIDE = "the balls are too wide"  # the one failure that more digits can cure
 PROGRESS_SECONDS = 8.0  # between progress lines of a long enclosure (a step more stays under 10 s)
 RULE_EPS = 1e-16  # the float64 step rule's relative tolerance (as the float64 flow's): it proposes, the remainder decides
 SHARE = 1e-3  # of the tolerance, for all the remainders together (before the flow amplifies them)
+TAIL_SHARE = 0.1  # of a step's remainder allowance, for the centre's series orders taken in float64 balls
 
 
 @dataclass(frozen=True)
@@ -150,7 +158,7 @@ def _signed(h: Fraction, sign: int) -> Any:
 
 def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X: Any, digits: int = DIGITS,
                  max_steps: int = MAX_STEPS, deadline: float = math.inf, tolerance: float | None = None,
-                 share: float = SHARE, free: Sequence[int] = (), radius: float = 0.0,
+                 share: float | Sequence[float] = SHARE, free: Sequence[int] = (), radius: float = 0.0,
                  progress: Callable[[str], None] | None = None) -> Enclosure:
     """The flow's image in balls (see the module docstring).  Durations that are not binary
     floats (decimal strings) are integrated to the float nearest them and the rest, a ball of
@@ -160,7 +168,10 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
     width the enclosure is for), the larger share tolerance h / (total duration): the
     remainders together take ``share`` of the tolerance before the flow amplifies them (the
     Lohner set carries them with the flow's Jacobians); the remainder falls like h^19, so a
-    thousandfold smaller share costs 1.44x more steps.
+    thousandfold smaller share costs 1.44x more steps.  ``share`` may be given per control step:
+    a flow amplifies a remainder made early far more than one made late (c18c of
+    docs/verdicts.md: 6e7 at its start, below 4e3 over its second half), and a step whose
+    remainder is amplified less may leave a larger one.
 
     With ``free`` step indices and a ``radius`` rho, every free duration may lie anywhere
     within rho of the one written: the balls enclose the image for every such choice, and
@@ -173,7 +184,8 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
     started = told = time.perf_counter()
     count = 0
     total = sum(abs(float(_arb(t).mid())) for _, t in control) or 1.0
-    rate = 0.0 if tolerance is None else share * tolerance / total  # remainder allowed per unit of duration
+    shares = np.broadcast_to(np.asarray(share, dtype=float), (len(control),))
+    rates = np.zeros(len(control)) if tolerance is None else shares * tolerance / total  # remainder per unit of duration
     column = {int(k): j for j, k in enumerate(free)}
     # float balls that overflow become infinite or NaN, which every test below refuses: no warnings
     with precision(digits), np.errstate(all="ignore"):
@@ -190,7 +202,7 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
             f = float(exact.mid())
             sign = 1 if f >= 0 else -1
             left = Fraction(abs(f))  # exact: the steps add up to the duration without rounding
-            last = math.inf  # the last step taken: the next tries at most a quarter longer
+            grow = math.inf  # the next step's length as the last one's remainder predicts it (none yet)
             while left > 0:
                 c = xp.reshape(held.centre, (N, n, d))
                 box, centre = from_arb(xp.reshape(held.box(), (N, n, d))), from_arb(c)
@@ -204,10 +216,11 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                                       top=sc.dominant)  # centred alike, as the mean-value forms combine them
                 logs = lognorms([sc["X"][k].m for k in range(ORDER + 1)])  # the centre's coefficients guide the step
                 rule = float(step_size(logs, ORDER, math.log(RULE_EPS) + max(0.0, logs[0])))
-                h = min(left, Fraction(min(1.25 * last, rule)))
+                h = min(left, Fraction(min(grow, rule)))
                 floor = 10.0 ** (REMAINDER_DIGITS - digits) * max(1.0, float(np.max(np.abs(centre.m))))
                 while True:
-                    remainder, h = step_remainder(fast[b], sc, sb, spread, h, sign, max(floor, rate * float(h)))
+                    allowed = max(floor, rates[k] * float(h))
+                    remainder, h = step_remainder(fast[b], sc, sb, spread, h, sign, allowed)
                     if remainder is not None:
                         DT = evaluate([sb["dX"][k] for k in range(ORDER + 1)], from_arb(_signed(h, sign)))  # D T over X
                         if np.all(np.isfinite(DT.m) & np.isfinite(DT.r)):
@@ -219,9 +232,11 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                 t = _signed(h, sign)
                 J = columns_to_jacobians(fb, DT).in_arb()
                 rests = np.array([flint.arb(0, r) for r in remainder], dtype=object)[:, None]
-                z = xp.reshape(evaluate(coefficients(balls[b], c, ORDER)[0], t), (N, n * d)) + rests
+                z = xp.reshape(evaluate(_centre_series(balls[b], c, sc, float(h), TAIL_SHARE * allowed), t), (N, n * d)) + rests
                 held = held.image(z, J)
-                left, count, last = left - h, count + 1, float(h)
+                # r falls like h^(p+1): the next step aims at 0.9 of its allowance, at most twice as long
+                grow = float(h) * min(2.0, 0.9 * (allowed / max(float(np.max(remainder)), 1e-300)) ** (1 / (ORDER + 1)))
+                left, count = left - h, count + 1
                 if progress and time.perf_counter() - told > PROGRESS_SECONDS:
                     told = time.perf_counter()
                     progress(f"certify: {count} validated Taylor steps, control step {k + 1} of {len(control)}, "
@@ -243,6 +258,21 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
             return Enclosure(end=end, width=_radius(end), steps=count)
         return Enclosure(end=end, width=_radius(end), steps=count, centre=xp.reshape(held.centre, (N, n, d)),
                          slope=held.slope.reshape(N * n * d, -1), rest=xp.reshape(held.rest(), (N, n, d)))
+
+
+def _centre_series(block: Block, c: np.ndarray, sc: Any, h: float, allowed: float) -> list:
+    """The Taylor coefficients X_0..X_p of the trajectory through the centre c (Arb balls), for a
+    step of length h: in Arb up to the order K beyond which the float64 balls of ``sc`` (which
+    hold the series of every point of c's float64 enclosure, so of c) add at most ``allowed`` to
+    the step's width, sum_(k>K) rad(X_k) h^k.  The Arb recurrences cost O(K^2); their high orders,
+    far below the set's width, were a sixth of a validated step (c18c, docs/verdicts.md)."""
+    added, K = 0.0, ORDER
+    while K > 1:
+        added += float(np.max(sc["X"][K].r)) * h ** K
+        if not added <= allowed:
+            break
+        K -= 1
+    return coefficients(block, c, K)[0] + [sc["X"][k].in_arb() for k in range(K + 1, ORDER + 1)]
 
 
 def _in_float_balls(block: Block) -> Block:
