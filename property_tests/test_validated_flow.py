@@ -67,6 +67,7 @@ def test_float_ball_operations_contain_the_exact_results(seed, spread):
             assert _contains(a + b, pa + pb) and _contains(a - b, pa - pb) and _contains(a * b, pa * pb)
             assert _contains(a / pos, pa / pp) and _contains(3 * a / 7, pa * 3 / 7)
             assert _contains(a * 0.1, pa * flint.arb(0.1)) and _contains(b[0] * a, pb[0] * pa)  # a factor; a broadcast
+            assert _contains(fb.lift(np.int64(2**60 + 1)), np.array(flint.arb(2**60 + 1)))  # no float holds it
             top = np.arange(4) == rng.integers(0, 4, size=(3, 1))  # one entry per row, as attention's dominant weight
             less = fb.on_dominant(a, top)
             assert _contains(less, pa - (pa * top).sum(axis=-1, keepdims=True)) and not np.any(less.m[top] + less.r[top])

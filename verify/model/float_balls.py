@@ -56,6 +56,8 @@ def _up(x: np.ndarray, ops: int) -> np.ndarray:
     """:func:`up` in place, for a fresh array: x (1 + 4 (ops + 3) u) + (ops + 3) eta.  Its own two
     roundings are covered: fl(fl(x f) + e) >= x f (1 - 2u) + (e - eta/2)(1 - u), at least
     x (1 + 4 (ops + 2) u) + (ops + 2) eta, which bounds the exact value (module docstring)."""
+    if not isinstance(x, np.ndarray):  # a NumPy scalar (a sum over every axis) cannot be written in place
+        x = np.array(x, dtype=float)
     np.multiply(x, 1.0 + 4.0 * (ops + 3) * U, out=x)
     np.add(x, (ops + 3) * ETA, out=x)
     return x
@@ -121,8 +123,8 @@ class Balls:
         return lift(other) + (-self)
 
     def __mul__(self, other: Any) -> Balls:
-        if isinstance(other, (int, float, np.integer, np.floating)) and not isinstance(other, bool):
-            m = self.m * float(other)  # an exact factor: one rounding
+        if _float_exactly(other):  # a number: one rounding
+            m = self.m * float(other)
             r = np.abs(m)
             r *= 2 * U
             r += self.r * abs(float(other))
@@ -139,13 +141,20 @@ class Balls:
     __rmul__ = __mul__
 
     def __truediv__(self, other: Any) -> Balls:
-        if isinstance(other, (int, float, np.integer, np.floating)) and not isinstance(other, bool):
+        if _float_exactly(other):
             m = self.m / float(other)  # an exact divisor: one rounding
             return Balls(m, up(self.r / abs(float(other)) + 2 * U * np.abs(m) + ETA, 4))
         return self * reciprocal(lift(other))
 
     def __rtruediv__(self, other: Any) -> Balls:
         return lift(other) * reciprocal(self)
+
+
+def _float_exactly(v: Any) -> bool:
+    """Whether v is a number (not a bool) that a float64 holds exactly."""
+    if isinstance(v, (float, np.floating)):
+        return True
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and float(v) == int(v)
 
 
 def reciprocal(b: Balls) -> Balls:
@@ -176,6 +185,8 @@ def lift(x: Any) -> Balls:
         return x
     if type(x).__name__ == "arb" or (isinstance(x, np.ndarray) and x.dtype == object):
         return from_arb(x)
+    if isinstance(x, (int, np.integer)) and float(x) != int(x):  # an integer beyond 2^53: the float and its distance
+        return Balls(float(x), np.nextafter(float(abs(int(x) - int(float(x)))), np.inf))
     return Balls(x)
 
 
