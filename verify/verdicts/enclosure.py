@@ -234,7 +234,7 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                 rests = np.array([flint.arb(0, r) for r in remainder], dtype=object)[:, None]
                 z = xp.reshape(evaluate(_centre_series(balls[b], c, sc, float(h), TAIL_SHARE * allowed), t), (N, n * d)) + rests
                 held = held.image(z, J)
-                # r falls like h^(p+1): the next step aims at 0.9 of its allowance, at most twice as long
+                # r falls like h^(p+1): the next step is 0.9 of the length that meets its allowance, at most twice this one
                 grow = float(h) * min(2.0, 0.9 * (allowed / max(float(np.max(remainder)), 1e-300)) ** (1 / (ORDER + 1)))
                 left, count = left - h, count + 1
                 if progress and time.perf_counter() - told > PROGRESS_SECONDS:
