@@ -226,13 +226,13 @@ def _propagated(local: list[float], jacobians: list[Any], owners: list[int],
     the end by the (per-sequence) Jacobian of the steps after it; and per control step (Taylor
     step k belongs to control step ``owners[k]``) the largest of those norms over its Taylor
     steps and its start (||J_K ... J_k|| for its first Taylor step k)."""
-    total, G = 0.0, None
+    total, G, after = 0.0, None, 1.0  # after: the norm of the steps after the current one
     profile = [1.0] * controls
     for e, J, k in zip(reversed(local), reversed(jacobians), reversed(owners), strict=True):
-        norm = 1.0 if G is None else float(np.max(np.sum(np.abs(G), axis=-1)))
-        total, profile[k] = total + e * norm, max(profile[k], norm)
         G = J if G is None else np.matmul(G, J)
-        profile[k] = max(profile[k], float(np.max(np.sum(np.abs(G), axis=-1))))  # an error made as the step starts
+        start = float(np.max(np.sum(np.abs(G), axis=-1)))  # an error made as the step starts
+        total, profile[k] = total + e * after, max(profile[k], after, start)
+        after = start
     return total, tuple(profile)
 
 
