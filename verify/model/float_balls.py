@@ -194,15 +194,21 @@ def matmul(a: Any, b: Any) -> Balls:
     """a @ b over the last two axes (broadcast batches): a dot product of k = a.shape[-1] terms."""
     a, b = lift(a), lift(b)
     k = a.shape[-1]
-    m = np.matmul(a.m, b.m)
+    return _summed(np.matmul, a, b, k, k + 6)
+
+
+def _summed(reduce: Any, a: Balls, b: Balls, terms: int, ops: int) -> Balls:
+    """reduce(a, b), a sum of ``terms`` products in any order, as balls: the midpoints reduced,
+    and the radius |a.m| (b.r + 2 terms u |b.m|) + a.r (|b.m| + b.r) + 2 terms eta reduced alike,
+    at most ``ops`` roundings on any path (module docstring)."""
     bm = np.abs(b.m)
-    scaled = bm * (2 * k * U)
+    scaled = bm * (2 * terms * U)
     scaled += b.r
     bm += b.r
-    r = np.matmul(np.abs(a.m), scaled)
-    r += np.matmul(a.r, bm)
-    r += 2 * k * ETA
-    return Balls(m, _up(r, k + 6))
+    r = reduce(np.abs(a.m), scaled)
+    r += reduce(a.r, bm)
+    r += 2 * terms * ETA
+    return Balls(reduce(a.m, b.m), _up(r, ops))
 
 
 def cauchy(A: Any, B: Any) -> Balls:
@@ -227,15 +233,7 @@ def products(A: Any, B: Any) -> Balls:
     |error| <= gamma_(J+1) sum |A_j| |B_j| + 2 (J + 1) eta."""
     A, B = lift(A), lift(B)
     J = A.shape[0]
-    bm = np.abs(B.m)
-    m = np.einsum("j...,j...->...", A.m, B.m)
-    scaled = bm * (2 * (J + 1) * U)
-    scaled += B.r
-    bm += B.r
-    r = np.einsum("j...,j...->...", np.abs(A.m), scaled)
-    r += np.einsum("j...,j...->...", A.r, bm)
-    r += 2 * (J + 1) * ETA
-    return Balls(m, _up(r, J + 6))
+    return _summed(lambda x, y: np.einsum("j...,j...->...", x, y), A, B, J + 1, J + 6)
 
 
 def on_dominant(a: Any, top: np.ndarray) -> Balls:
