@@ -79,6 +79,22 @@ def test_float_ball_operations_contain_the_exact_results(seed, spread):
             assert _contains(xp.exp(e), np.vectorize(lambda z: z.exp(), otypes=[object])(pe))
 
 
+@pytest.mark.parametrize("ops", [0, 1, 7, 40])
+def test_up_bounds_every_value_it_promises_also_at_the_edges_of_the_floats(ops):
+    """Constructed values where rounding is most hostile: zero, subnormals, the smallest normal,
+    mantissas of all ones, the largest floats.  up(x, K) must be at least the real number
+    x (1 + 4 (K + 2) u) + (K + 2) eta, in exact rational arithmetic (what every radius relies on)."""
+    edges = [0.0, fb.ETA, 3 * fb.ETA, 1e-310, 2.2250738585072014e-308, 1.0, np.nextafter(2.0, 0.0),
+             1e300, np.nextafter(np.inf, 0.0) / 2, np.nextafter(np.inf, 0.0)]
+    x = np.array(edges)
+    with np.errstate(over="ignore"):  # the largest floats round up to infinity, which bounds them
+        got = fb.up(x, ops)
+    for v, g in zip(edges, got, strict=True):
+        need = Fraction(v) * (1 + 4 * (ops + 2) * Fraction(fb.U)) + (ops + 2) * Fraction(fb.ETA)
+        assert g == np.inf or Fraction(float(g)) >= need
+    assert float(fb.up(fb.ETA, ops)) >= (ops + 2) * fb.ETA  # a NumPy scalar, as a sum over every axis gives
+
+
 def test_a_ball_around_zero_has_no_finite_reciprocal():
     r = fb.reciprocal(fb.Balls(np.array([1.0, 1.0]), np.array([0.5, 1.0])))
     assert np.isfinite(r.r[0]) and not np.isfinite(r.r[1])
