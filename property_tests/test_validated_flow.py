@@ -1,5 +1,6 @@
-"""The validated flow's parts held against exact arithmetic: float64 balls, Lohner sets, the
-remainder of one Taylor step, and the first-order Taylor model of the existence proof.
+"""The validated flow's parts held against exact arithmetic: the Taylor recurrences in float64
+balls, Lohner sets, the remainder of one Taylor step, and the first-order Taylor model of the
+existence proof (the float64 balls' own operations: ``test_float_balls.py``).
 
 Each property samples points inside the balls (corners and random interior points) and checks
 that the exact value, computed in Arb or mpmath at 60-100 digits from those points, lies in
@@ -37,12 +38,6 @@ def _contains(balls: fb.Balls, exact: np.ndarray) -> bool:
                for e, x in zip(np.ravel(enc), np.ravel(exact), strict=True))
 
 
-def _draw(rng: np.random.Generator, shape: tuple, spread: float) -> fb.Balls:
-    """Balls with midpoints of magnitudes 10^-3..10^3 and radii up to ``spread`` of them."""
-    m = rng.normal(size=shape) * 10.0 ** rng.uniform(-3, 3, size=shape)
-    return fb.Balls(m, np.abs(m) * spread * rng.uniform(0, 1, size=shape))
-
-
 def _points(b: fb.Balls, rng: np.random.Generator) -> list[np.ndarray]:
     """Exact points of the balls: the lower and upper corners and one random interior point
     (as object arrays of Arb numbers computed exactly from the floats)."""
@@ -51,53 +46,6 @@ def _points(b: fb.Balls, rng: np.random.Generator) -> list[np.ndarray]:
         out.append(np.vectorize(lambda m, r, s: flint.arb(m) + flint.arb(r) * flint.arb(s), otypes=[object])(
             b.m, b.r, np.broadcast_to(t, b.shape)))
     return out
-
-
-@settings(deadline=None)
-@given(seed=seeds, spread=st.sampled_from([0.0, 1e-12, 1e-3]))
-def test_float_ball_operations_contain_the_exact_results(seed, spread):
-    rng = np.random.default_rng(seed)
-    a, b = _draw(rng, (3, 4), spread), _draw(rng, (3, 4), spread)
-    c = _draw(rng, (4, 2), spread)
-    pos = fb.Balls(np.abs(b.m) + 1.0, np.minimum(b.r, 0.5))  # away from 0, for division
-    e = fb.Balls(rng.uniform(-30, 30, size=(3, 4)), spread * rng.uniform(0, 1, size=(3, 4)))  # exponents
-    xp = fb.namespace()
-    with precision(100):
-        for pa, pb, pc, pp, pe in zip(*(_points(x, rng) for x in (a, b, c, pos, e)), strict=True):
-            assert _contains(a + b, pa + pb) and _contains(a - b, pa - pb) and _contains(a * b, pa * pb)
-            assert _contains(a / pos, pa / pp) and _contains(3 * a / 7, pa * 3 / 7)
-            assert _contains(a * 0.1, pa * flint.arb(0.1)) and _contains(b[0] * a, pb[0] * pa)  # a factor; a broadcast
-            assert _contains(fb.lift(np.int64(2**60 + 1)), np.array(flint.arb(2**60 + 1)))  # no float holds it
-            top = np.arange(4) == rng.integers(0, 4, size=(3, 1))  # one entry per row, as attention's dominant weight
-            less = fb.on_dominant(a, top)
-            assert _contains(less, pa - (pa * top).sum(axis=-1, keepdims=True)) and not np.any(less.m[top] + less.r[top])
-            assert _contains(xp.matmul(a, c), np.matmul(pa, pc))
-            assert _contains(xp.sum(a, axis=-1, keepdims=True), pa.sum(axis=-1, keepdims=True))
-            assert _contains(fb.products(a, b), (pa * pb).sum(axis=0))
-            assert _contains(fb.cauchy(a[:, None, :2], b.reshape(3, 2, 2)),
-                             sum(np.matmul(pa[j, None, :2], pb.reshape(3, 2, 2)[j]) for j in range(3)))
-            assert _contains(xp.exp(e), np.vectorize(lambda z: z.exp(), otypes=[object])(pe))
-
-
-@pytest.mark.parametrize("ops", [0, 1, 7, 40])
-def test_up_bounds_every_value_it_promises_also_at_the_edges_of_the_floats(ops):
-    """Constructed values where rounding is most hostile: zero, subnormals, the smallest normal,
-    mantissas of all ones, the largest floats.  up(x, K) must be at least the real number
-    x (1 + 4 (K + 2) u) + (K + 2) eta, in exact rational arithmetic (what every radius relies on)."""
-    edges = [0.0, fb.ETA, 3 * fb.ETA, 1e-310, 2.2250738585072014e-308, 1.0, np.nextafter(2.0, 0.0),
-             1e300, np.nextafter(np.inf, 0.0) / 2, np.nextafter(np.inf, 0.0)]
-    x = np.array(edges)
-    with np.errstate(over="ignore"):  # the largest floats round up to infinity, which bounds them
-        got = fb.up(x, ops)
-    for v, g in zip(edges, got, strict=True):
-        need = Fraction(v) * (1 + 4 * (ops + 2) * Fraction(fb.U)) + (ops + 2) * Fraction(fb.ETA)
-        assert g == np.inf or Fraction(float(g)) >= need
-    assert float(fb.up(fb.ETA, ops)) >= (ops + 2) * fb.ETA  # a NumPy scalar, as a sum over every axis gives
-
-
-def test_a_ball_around_zero_has_no_finite_reciprocal():
-    r = fb.reciprocal(fb.Balls(np.array([1.0, 1.0]), np.array([0.5, 1.0])))
-    assert np.isfinite(r.r[0]) and not np.isfinite(r.r[1])
 
 
 @settings(max_examples=examples(5, "Arb enclosures against 60-100 digits"), deadline=None)

@@ -5,15 +5,36 @@ for every real array x with |x - m| <= r elementwise.  Every operation returns a
 that contains its result for every choice of the arguments in their balls, its own rounding
 included, using round-to-nearest float64 arithmetic only (midpoint-radius arithmetic as in
 Rump 1999, "Fast and parallel interval arithmetic"; the error bounds of Higham 2002, ch. 3).
-With u = 2^-53 and eta = 2^-1074 (the smallest subnormal):
 
-* one rounded operation: |fl(a o b) - a o b| <= 2u |fl(a o b)| + eta;
-* a sum or dot product of k terms in any order (pairwise, blocked, with or without FMA):
-  |fl(x^T y) - x^T y| <= gamma_k |x|^T |y| + k eta, gamma_k = k u / (1 - k u) <= 2 k u;
-* a radius is an expression in nonnegative numbers evaluated with at most K roundings on any
-  path, so its exact value is at most (1 - u)^(-K) times the computed one: :func:`up`
-  multiplies by 1 + 4 (K + 3) u and adds (K + 3) eta, the extra u and eta covering its own
-  two roundings (no float to move up afterwards, one pass less over the array).
+**The rounding model, at every edge of the floats.**  With u = 2^-53 and eta = 2^-1074 (the
+smallest subnormal), one IEEE 754 operation on floats with exact result z returns
+
+* fl(z) = z (1 + delta) + epsilon, |delta| <= u, |epsilon| <= eta / 2, for a product or a
+  quotient (epsilon: gradual underflow, where z lies among the subnormals or below them);
+* fl(z) = z (1 + delta), |delta| <= u, for a sum or difference: one that lands among the
+  subnormals is exact, so a sum never makes an absolute error;
+* +-inf past the largest float (overflow).  A radius that overflows is infinite and a midpoint
+  infinite or NaN; :func:`isfinite` (in the namespace) sees both, and every test of the
+  validated flow refuses such balls.
+
+Hence a sum or dot product of k terms in any order (pairwise, blocked, with or without FMA)
+has |fl(x^T y) - x^T y| <= gamma_k |x|^T |y| + k eta / 2, gamma_k = k u / (1 - k u) <= 2 k u.
+
+**Radii.**  A radius is an expression in nonnegative floats in which every rounded product or
+quotient either combines two *inputs* (floats taken as exact: midpoints, radii, constants,
+bounds returned by :func:`up`, or sums of such) or multiplies a rounded value by a constant
+of at most 1; after it, only sums follow.  Walking up the expression, an exact sum of computed
+terms is at most the computed sum over (1 - u), and an exact product of inputs at most the
+computed product plus eta / 2, over (1 - u); a constant c <= 1 does not enlarge an absolute
+error it multiplies.  So if at most K roundings lie on any path from an input to the result,
+counting both factors' paths at a product, and P products or quotients are rounded, the exact
+value is at most (1 - u)^(-K) (computed + P eta / 2).  :func:`up` returns at least
+x (1 + 4 (K + 2) u) + (K + 2) eta, which covers that for P <= 2 (K + 2) (and K u < 0.01), P
+counting also the midpoint's own product or quotient, whose underflow the radius must cover;
+an operation with more (a dot product of k terms) adds the rest explicitly.  A product of a rounded value
+by a *large* number would multiply its eta / 2 (an underflowed product of 1e-300 and 1e-30,
+times 1e20, is 0 against a true 1e-310): no radius is formed that way; where a bound must
+multiply bounds, each factor is first rounded up on its own (``up(x * y, 1)`` is an input).
 
 Midpoints keep float64's sixteen digits, so a ball is never narrower than about 1e-16 of its
 midpoint.  That is what the validated flow can afford where the balls only bound a remainder
@@ -22,8 +43,14 @@ at the speed of vectorised float64: one validated step's series with n d tangent
 N n d = 18) take 0.022 s against Arb object arrays' 0.13 s (docs/verdicts.md, issue 51).
 
 exp is delegated to Arb element by element: it is the only transcendental function the
-attention field needs, and NumPy's carries no error bound.  Overflow gives infinite radii and
-NaN midpoints; :func:`isfinite` sees them.
+attention field needs, and NumPy's carries no error bound.  Exact numbers that no float holds
+(a Fraction, an integer beyond 2^53) become a ball around the nearest float with the distance
+rounded up; beyond the float range, a ball of infinite radius (as overflow gives).
+
+Each operation's docstring states its enclosure and why its radius is an upper bound; the
+tests check every operation against exact rationals on operands drawn at the edges (zero,
+signed zeros, subnormals, the smallest normal, all-ones mantissas, near overflow, mixed scales
+from 1e-300 to 1e300): ``property_tests/test_float_balls.py``.
 
 >>> import flint
 >>> xp = namespace()
@@ -36,19 +63,20 @@ True
 from __future__ import annotations
 
 import types
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from verify.model.backend import midpoints
-
 U = 2.0**-53  # unit roundoff of round-to-nearest float64
-ETA = float(np.nextafter(0.0, 1.0))  # 2^-1074: the absolute error of an operation that underflows
+ETA = float(np.nextafter(0.0, 1.0))  # 2^-1074: twice the absolute error of a product or quotient that underflows
 
 
 def up(x: np.ndarray, ops: int) -> np.ndarray:
-    """An upper bound of the exact value of a nonnegative expression that was evaluated in
-    float64 with at most ``ops`` roundings on any path (module docstring)."""
+    """An upper bound of the exact value of a nonnegative radius expression (module docstring:
+    products of inputs, or of a rounded value by a constant <= 1, then sums) that was evaluated
+    in float64 with at most ``ops`` roundings on any path and at most 2 (ops + 2) rounded
+    products or quotients."""
     return _up(np.array(x, dtype=float), ops)[()]
 
 
@@ -106,6 +134,8 @@ class Balls:
         return Balls(-self.m, self.r)
 
     def __add__(self, other: Any) -> Balls:
+        """x + y: around the rounded sum m, radius r_x + r_y + 2 u |m| (a sum rounds by at most
+        u |x + y| <= 2 u |m|, and not at all among the subnormals)."""
         o = lift(other)
         m = self.m + o.m
         r = np.abs(m)
@@ -123,27 +153,31 @@ class Balls:
         return lift(other) + (-self)
 
     def __mul__(self, other: Any) -> Balls:
+        """x y: around the rounded product m, radius |m_x| r_y + r_x (|m_y| + r_y) (with a number
+        y: r_x |y|), products of inputs, plus 2 u |m| for the midpoint's relative rounding; its
+        absolute one, eta / 2 where the product underflows, is one more product in :func:`up`'s
+        count (at most 4 against the 2 (K + 2) it covers)."""
         if _float_exactly(other):  # a number: one rounding
             m = self.m * float(other)
             r = np.abs(m)
             r *= 2 * U
             r += self.r * abs(float(other))
-            r += ETA
             return Balls(m, _up(r, 4))
         o = lift(other)
         m = self.m * o.m
         r = np.abs(self.m) * o.r  # the full (broadcast) shape
         r += self.r * (np.abs(o.m) + o.r)
         r += 2 * U * np.abs(m)
-        r += ETA
         return Balls(m, _up(r, 6))
 
     __rmul__ = __mul__
 
     def __truediv__(self, other: Any) -> Balls:
+        """x / y: by a number, around m_x / y with radius r_x / |y| + 2 u |m| (a quotient of inputs
+        and the midpoint's rounding, as in :meth:`__mul__`); by a ball, x times :func:`reciprocal` (y)."""
         if _float_exactly(other):
             m = self.m / float(other)  # an exact divisor: one rounding
-            return Balls(m, up(self.r / abs(float(other)) + 2 * U * np.abs(m) + ETA, 4))
+            return Balls(m, up(self.r / abs(float(other)) + 2 * U * np.abs(m), 4))
         return self * reciprocal(lift(other))
 
     def __rtruediv__(self, other: Any) -> Balls:
@@ -154,39 +188,77 @@ def _float_exactly(v: Any) -> bool:
     """Whether v is a number (not a bool) that a float64 holds exactly."""
     if isinstance(v, (float, np.floating)):
         return True
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and float(v) == int(v)
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+        return False
+    try:
+        return float(v) == int(v)
+    except OverflowError:  # beyond the float range: lift() encloses it
+        return False
+
+
+def finite(a: Balls) -> np.ndarray:
+    """Where both the midpoint and the radius are finite: a ball that is not stands for a value
+    the arithmetic lost (overflow), and every operation keeps it so."""
+    return np.isfinite(a.m) & np.isfinite(a.r)
 
 
 def reciprocal(b: Balls) -> Balls:
-    """1/x for x in the balls: around 1/m with radius r / (|m| (|m| - r)); infinite where a
-    ball holds 0 (or nearly)."""
+    """1/x for x in the balls: around 1/m with radius r / (|m| low) + 2 u |1/m|, low <= |m| - r
+    (for x between m - r and m + r, |1/x - 1/m| = |x - m| / (|x| |m|)); infinite where low is not
+    above 0 (the ball holds 0, or nearly: nothing finite encloses 1/x there) or the ball is not
+    finite.  The quotient is formed as up(r / |m|) / low, two quotients of inputs, so that a
+    product |m| low that would underflow (|m| ~ 1e-200) never divides."""
     a = np.abs(b.m)
-    low = np.nextafter(a - b.r, -np.inf)  # at most min |x|
+    low = np.nextafter(a - b.r, -np.inf)  # at most min |x|: a - r rounds to within half a float
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         m = 1.0 / b.m
-        den = np.nextafter(a * low, -np.inf)  # at most |m| min |x|
-        r = np.where(low > 0, up(b.r / den + 2 * U * np.abs(m) + ETA, 4), np.inf)
+        ratio = up(b.r / a, 1)  # at least r / |m|
+        r = np.where((low > 0) & finite(b), up(ratio / low + 2 * U * np.abs(m), 4), np.inf)
     return Balls(m, r)
 
 
+def _arb_midpoint(z: Any) -> float:
+    return float(z.mid()) if z.is_finite() else np.nan
+
+
 def from_arb(a: Any) -> Balls:
-    """Arb balls (an object array or one ball) as float64 balls that contain them."""
+    """Arb balls (an object array or one ball) as float64 balls that contain them: the midpoint
+    rounded to a float c and the radius |z - c|'s upper end, one float up (float() of an Arb
+    number rounds to nearest).  An Arb ball that is not finite, or whose midpoint is beyond the
+    float range, gives a ball that is not finite."""
     import flint
 
     arr = np.asarray(a, dtype=object)
-    m = midpoints(arr)
-    r = np.vectorize(lambda z, c: float(abs(z - flint.arb(c)).upper()), otypes=[float])(arr, m) if arr.size else m
-    return Balls(m, np.nextafter(r, np.inf))  # float() of Arb's upper end rounds to nearest: one float up
+    m = np.vectorize(_arb_midpoint, otypes=[float])(arr) if arr.size else np.zeros(arr.shape)
+    with np.errstate(invalid="ignore"):
+        r = np.vectorize(lambda z, c: float(abs(z - flint.arb(c)).upper()) if np.isfinite(c) else np.inf,
+                         otypes=[float])(arr, m) if arr.size else m
+    return Balls(m, np.nextafter(r, np.inf))
+
+
+def _exact_number(x: Any) -> Balls:
+    """An exact number that no float may hold (an integer beyond 2^53, a Fraction): the nearest
+    float c and |x - c| rounded up, computed in exact rationals; beyond the float range a ball
+    of infinite radius."""
+    q = Fraction(x)
+    try:
+        c = float(q)  # correctly rounded
+    except OverflowError:
+        return Balls(np.inf if q > 0 else -np.inf, np.inf)
+    gap = abs(q - Fraction(c))
+    r = float(gap)
+    return Balls(c, r if Fraction(r) >= gap else float(np.nextafter(r, np.inf)))
 
 
 def lift(x: Any) -> Balls:
-    """Balls as they are; Arb balls enclosed; floats and integers exactly (radius 0)."""
+    """Balls as they are; Arb balls enclosed (:func:`from_arb`); floats and the integers a float
+    holds exactly (radius 0); other integers and Fractions by :func:`_exact_number`."""
     if isinstance(x, Balls):
         return x
     if type(x).__name__ == "arb" or (isinstance(x, np.ndarray) and x.dtype == object):
         return from_arb(x)
-    if isinstance(x, (int, np.integer)) and float(x) != int(x):  # an integer beyond 2^53: the float and its distance
-        return Balls(float(x), np.nextafter(float(abs(int(x) - int(float(x)))), np.inf))
+    if isinstance(x, Fraction) or (isinstance(x, (int, np.integer)) and not isinstance(x, bool) and not _float_exactly(x)):
+        return _exact_number(x)
     return Balls(x)
 
 
@@ -199,13 +271,23 @@ def matmul(a: Any, b: Any) -> Balls:
 
 def _summed(reduce: Any, a: Balls, b: Balls, terms: int, ops: int) -> Balls:
     """reduce(a, b), a sum of ``terms`` products in any order, as balls: the midpoints reduced,
-    and the radius |a.m| (b.r + 2 terms u |b.m|) + a.r (|b.m| + b.r) + 2 terms eta reduced alike,
-    at most ``ops`` roundings on any path (module docstring)."""
-    bm = np.abs(b.m)
-    scaled = bm * (2 * terms * U)
-    scaled += b.r
+    with radius
+
+        reduce(|a.m|, b.r) + reduce(a.r, |b.m| + b.r) + 2 terms u reduce(|a.m|, |b.m|) + 2 terms eta,
+
+    at most ``ops`` roundings on any path.  For x, y in the balls each term's |x y - a.m b.m| is
+    at most |a.m| b.r + a.r (|b.m| + b.r); the midpoints' sum rounds by at most gamma_k
+    sum |a.m| |b.m| + k eta / 2 (k = terms).  Every product in the radius is one of inputs, or
+    the rounded reduce(|a.m|, |b.m|) times the constant 2 k u <= 1: its 3 k + 1 products leave
+    (3 k + 1) eta / 2, covered with the midpoint's k eta / 2 by the 2 k eta added and
+    :func:`up`'s.  (Scaling |b.m| by 2 k u *before* the product, as this once did, underflows
+    for a subnormal b.m while a.m b.m is normal: [[1e20]] @ [[3.98e-315]] got radius 6e-323
+    against a rounding of 3e-311.)"""
+    am, bm = np.abs(a.m), np.abs(b.m)
+    r = reduce(am, bm)
+    r *= 2 * terms * U
+    r += reduce(am, b.r)
     bm += b.r
-    r = reduce(np.abs(a.m), scaled)
     r += reduce(a.r, bm)
     r += 2 * terms * ETA
     return Balls(reduce(a.m, b.m), _up(r, ops))
@@ -246,7 +328,8 @@ def on_dominant(a: Any, top: np.ndarray) -> Balls:
 
 
 def total(a: Any, axis: Any = None, keepdims: bool = False) -> Balls:
-    """The sum over ``axis``: k terms, any order."""
+    """The sum over ``axis``: k terms in any order, around their rounded sum, radius the sum of
+    the radii plus 2 k u sum |m| (a sum rounds by at most gamma_(k-1) sum |m|, with no eta)."""
     a = lift(a)
     k = a.m.size if axis is None else int(np.prod([a.shape[i] for i in np.atleast_1d(axis)]))
     m = np.sum(a.m, axis=axis, keepdims=keepdims)
@@ -255,13 +338,17 @@ def total(a: Any, axis: Any = None, keepdims: bool = False) -> Balls:
 
 
 def exp(a: Any) -> Balls:
-    """e^x, element by element in Arb (module docstring)."""
+    """e^x, element by element in Arb (module docstring); a ball that is not finite stays so
+    (Arb takes e^(-inf) as an exact 0, which an overflowed logit is not)."""
     import flint
 
     a = lift(a)
     if not a.size:
         return a
-    return from_arb(np.vectorize(lambda m, r: flint.arb(m, r).exp(), otypes=[object])(a.m, a.r))
+    out = from_arb(np.vectorize(lambda m, r: flint.arb(m, r).exp(), otypes=[object])(a.m, a.r))
+    lost = ~finite(a)
+    out.m[lost], out.r[lost] = np.nan, np.inf
+    return out
 
 
 def largest(a: Any, axis: Any = None, keepdims: bool = False) -> Balls:
@@ -303,7 +390,7 @@ _NAMESPACE = types.SimpleNamespace(
     eye=lambda n, dtype=None: Balls(np.eye(n)),
     exp=exp,
     abs=lambda a: Balls(np.abs(lift(a).m), lift(a).r),
-    isfinite=lambda a: np.isfinite(lift(a).m) & np.isfinite(lift(a).r),
+    isfinite=lambda a: finite(lift(a)),
     matmul=matmul,
     matrix_transpose=_both(lambda x: np.swapaxes(x, -1, -2)),
     permute_dims=_both(np.transpose),

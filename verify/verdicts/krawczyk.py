@@ -164,7 +164,7 @@ def _certify(blocks, layers, X, Y, free, digits, radius, centre_shift) -> dict[s
             return base | {"reason": SINGULAR}
         Ra = flint.arb_mat(R.tolist())
         RG = Ra * flint.arb_mat([[g] for g in res.end.ravel() - Ya])
-        newton = max(float(abs(RG[i, 0]).upper()) for i in range(m))
+        newton = max(round_up(abs(RG[i, 0]).upper()) for i in range(m))
         r = max(1e6 * newton, 10.0 ** (-digits / 2)) if radius is None else float(radius)
         if centre_shift:
             c[0] = exact(c[0] + centre_shift * r)
@@ -189,14 +189,16 @@ def _certify(blocks, layers, X, Y, free, digits, radius, centre_shift) -> dict[s
 def _krawczyk(R: Any, RG: Any, J: Any, r: float) -> tuple[float, float]:
     """Upper bounds of sup |K(B) - c| = |-R G(c) + (I - R J(B)) [-r, r]^m| (the largest
     component) and of the row sums of |I - R J(B)|, from Arb matrices R, R G(c) (m x 1) and
-    J(B); K(B) lies inside B when the first is below r."""
+    J(B); K(B) lies inside B when the first is below r.  Both are rounded up to floats (float()
+    of an Arb endpoint rounds to nearest, which may fall below it and pass the test by half a
+    unit in the last place)."""
     import flint
 
     m = J.nrows()
     E = flint.arb_mat(m, m, [int(i == j) for i in range(m) for j in range(m)]) - R * J
     unit = flint.arb(0, r)
-    reach = max(float(abs(-RG[i, 0] + sum((E[i, j] * unit for j in range(m)), flint.arb(0))).upper()) for i in range(m))
-    contraction = max(float(sum((abs(E[i, j]) for j in range(m)), flint.arb(0)).upper()) for i in range(m))
+    reach = max(round_up(abs(-RG[i, 0] + sum((E[i, j] * unit for j in range(m)), flint.arb(0))).upper()) for i in range(m))
+    contraction = max(round_up(sum((abs(E[i, j]) for j in range(m)), flint.arb(0)).upper()) for i in range(m))
     return reach, contraction
 
 
@@ -332,7 +334,7 @@ def certify_control(
                 Ra = flint.arb_mat(R.tolist())
                 G = (enc.centre + enc.rest).ravel() - namespace("arb").asarray(Y).ravel()
                 RG = Ra * flint.arb_mat([[g] for g in G])
-                newton = max(float(abs(RG[i, 0]).upper()) for i in range(m))
+                newton = max(round_up(abs(RG[i, 0]).upper()) for i in range(m))
                 reach, contraction = _krawczyk(Ra, RG, flint.arb_mat(enc.slope.tolist()), r)
                 if reach < r and contraction < 1:
                     break

@@ -31,7 +31,9 @@ of order p = ORDER of the trajectory through x, the set's centre c, its box X an
 
 Every bound over the set is in mean-value form (:func:`_centred`): its value at c plus the
 derivatives over X times s.  Every number is an upper bound evaluated in float64 with its
-roundings counted (:func:`verify.model.float_balls.up`), or a lower bound where it divides;
+roundings counted (:func:`verify.model.float_balls.up`, whose model asks that a rounded
+product be multiplied further only by constants <= 1: a product of bounds that a larger factor
+or a small divisor follows is rounded up on its own first), or a lower bound where it divides;
 the series come from :func:`verify.model.taylor.along_polynomial` in float64 balls.
 
 >>> from verify.model.attention import basis_directions
@@ -179,7 +181,7 @@ def _field_on_disc(E0: Balls, moves: np.ndarray, values: list, va: Balls, on: np
     low = np.nextafter(gain - loss, -np.inf)  # the denominators' real parts, at least
     if not np.all(low > 0):
         return None
-    weights = up(_hi(E0) * grow / low, 3)  # |P_ij| on the disc
+    weights = up(up(_hi(E0) * grow, 1) / low, 1)  # |P_ij| on the disc (each rounding bounded before the next factor)
     on_disc = up(np.tensordot(np.concatenate([[1.0], _powers(rho, p)]), np.stack(values), axes=1), 3 * p + 4)
     return up(np.matmul(weights, on_disc) + _hi(va), n + 3)
 
@@ -218,7 +220,7 @@ def step_remainder(block: Block, sc: Any, sb: Any, spread: np.ndarray, h: Fracti
     cap = TUBE * max(1.0, float(np.max(_hi(box))))
     J = jacobian(block, _tube(sb, p, sign, H, cap).reshape(PIECES * N, n, d))
     L = np.max(up(np.sum(_hi(J), axis=2), n * d + 2).reshape(PIECES, N, -1), axis=(0, 2))  # per sequence: |DF|'s rows
-    r = up(g * _powers(H, p + 1)[-1] / (p + 1) * _exp_up(up(L * H, 1)), 8)
+    r = up(up(g * _powers(H, p + 1)[-1], 1) * _exp_up(up(L * H, 1)) / (p + 1), 2)
     if not (np.all(np.isfinite(r)) and np.all(r < cap)):
         return None, shorter(h, 0.5)
     worst = float(np.max(r))
