@@ -136,12 +136,24 @@ def load_collection(path: str | Path, role: str = "inputs", limits: Limits = DEF
 
 def load_blocks(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> tuple[tuple[Block, Block], dict[str, Any]]:
     """Two blocks (and the ``attention`` settings found) from a JSON file with ``blocks``."""
-    doc = load_json(path, limits)
-    p = Path(path)
+    return blocks_from(load_json(path, limits), str(Path(path)))
+
+
+def blocks_from(doc: Any, source: str = "blocks") -> tuple[tuple[Block, Block], dict[str, Any]]:
+    """Two blocks (and the ``attention`` settings) from a document as a blocks file holds it:
+    ``{"blocks": [{"Q": .., "K": .., "V": ..}, ..], "attention": {"beta": .., "causal": ..}}``,
+    numbers as JSON numbers or decimal strings; each block keeps them as written
+    (:meth:`verify.model.blocks.Block.exact_entries`), so that certificates and exact decisions
+    take "1e-400" as the decimal it writes, not as the 0.0 it rounds to.
+
+    >>> (b0, b1), att = blocks_from({"blocks": [{"Q": [["1e-400"]], "K": [[1.0]], "V": [[2.0]]}] * 2})
+    >>> float(b0.Q[0, 0]), b0.exact_entries("Q")[0, 0]
+    (0.0, '1e-400')
+    """
     if not isinstance(doc, dict) or "blocks" not in doc:
-        raise InputError(f"{p}: expected a JSON object with a field 'blocks' (two objects with Q, K, V)")
-    causal, beta = parse_attention(doc.get("attention", {}), str(p))
-    mats = parse_blocks(doc["blocks"], str(p))
+        raise InputError(f"{source}: expected a JSON object with a field 'blocks' (two objects with Q, K, V)")
+    causal, beta = parse_attention(doc.get("attention", {}), source)
+    mats = parse_blocks(doc["blocks"], source)
     blocks = tuple(Block(*(m[k].astype(float) for k in "QKV"), beta=float(beta), causal=causal,
                          exact={**{k: m[k] for k in "QKV"}, "beta": beta}) for m in mats)  # as written, for certificates
     return _two_blocks(blocks), {"causal": causal, "beta": beta}

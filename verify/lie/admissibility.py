@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from verify.io.errors import InputError
-from verify.lie.invariants import exact_rank, listed, uniform_attention
+from verify.lie.invariants import exact_rank, listed, uniform_attention, zero_value
 from verify.lie.symmetry import Key, exact_array, multiset, negated, prefix_key, sequence_type, token_keys
 
 NETWORKS_CAN = "a network can: finite depth"  # the refusals of flows' invariants say where the data are reachable
@@ -181,7 +181,8 @@ def check_blocks_move(blocks: Sequence[Any], X: np.ndarray, Y: np.ndarray) -> No
     theorem's blocks are generic; these are degenerate cases of ``theorems/necessity``), decided
     exactly on the blocks:
 
-    * V_0 = V_1 = 0: the fields vanish and nothing moves, so Y must equal X;
+    * V_0 = V_1 = 0 (as written: :func:`verify.lie.invariants.zero_value`): the fields vanish
+      and nothing moves, so Y must equal X;
     * full attention with beta Q^T K = 0 for both blocks: attention is uniform, every token of a
       sequence moves by V times the sequence's mean, so the differences of the tokens inside each
       sequence never change (held to a relative 1e-12).  (The means then move by one linear map;
@@ -199,7 +200,7 @@ def check_blocks_move(blocks: Sequence[Any], X: np.ndarray, Y: np.ndarray) -> No
     ...
     verify.io.errors.InputError: both blocks have beta Q^T K = 0: attention is uniform, so ...
     """
-    if all(not np.any(b.V) for b in blocks):
+    if all(zero_value(b) for b in blocks):
         if not np.array_equal(exact_array(X), exact_array(Y)):
             raise InputError("both blocks have V = 0: their fields vanish and nothing moves, so the targets must "
                              "equal the inputs")

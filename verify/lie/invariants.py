@@ -14,11 +14,16 @@ Full attention, per orbit of sequences under signed permutations (one representa
 
 Causal masking: d * rank[x_1^1 ... x_1^N] + d * sum_{i=2..n} #(prefixes (x_1, ..., x_i) up to sign).
 
-Blocks detected as degenerate (exactly, on their entries) lower the bound further: V = 0 in
-both (0), V = 0 in one or both blocks equal (one field: 1), beta Q^T K = 0 in both (uniform
-attention: d * rank of the sequences' means), and beta Q^T K = 0 in one block with n = 2 (the
-difference of the two tokens then moves only along exp(t V) of the other block: 1 + d per
-sequence, 1 for an odd one).
+Blocks detected as degenerate lower the bound further: V = 0 in both (0), V = 0 in one or both
+blocks equal (one field: 1), beta Q^T K = 0 in both (uniform attention: d * rank of the
+sequences' means), and beta Q^T K = 0 in one block with n = 2 (the difference of the two
+tokens then moves only along exp(t V) of the other block: 1 + d per sequence, 1 for an odd
+one).  Each of these is decided on the blocks' entries *as written*
+(:meth:`verify.model.blocks.Block.exact_entries`: decimal strings as the rationals they write,
+not the binary64 numbers they round to) in exact rational arithmetic, Q^T K formed exactly:
+V written "1e-400" is not 0, blocks that differ in their 25th digit are not equal, and
+Q^T K of entries 1e-163 does not underflow.  (Deciding them in binary64 gave CERTIFIED ranks
+below the true ones, issue 65.)
 
 The bound is **sharp** where it is the rank for generic blocks and data (measured:
 docs/conventions.md §3); where it is not known to be (coincident tokens under a causal mask,
@@ -45,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from verify.lie.symmetry import exact, exact_array, fixed_tokens, orbits, prefix_orbits, rational, sequence_type
+from verify.lie.symmetry import exact, fixed_tokens, orbits, prefix_orbits, rational, sequence_type
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,17 +74,30 @@ def exact_rank(vectors: Any) -> int:
     return flint.fmpq_mat([[flint.fmpq(*Fraction(x).as_integer_ratio()) for x in r] for r in rows]).rank()
 
 
-def _zero_matrix(A: Any) -> bool:
-    return all(exact(v) == 0 for v in np.asarray(A).ravel())
+def written(b: Any, name: str) -> Any:
+    """A block's ``name`` (Q, K, V as a python-flint fmpq_mat, or beta as a Fraction) exactly as
+    written (:meth:`verify.model.blocks.Block.exact_entries`; a block without them, its numbers)."""
+    import flint
+
+    entries = b.exact_entries(name) if hasattr(b, "exact_entries") else getattr(b, name)
+    if name == "beta":
+        return rational(entries)
+    return flint.fmpq_mat([[flint.fmpq(*rational(v).as_integer_ratio()) for v in row] for row in np.asarray(entries)])
+
+
+def zero_value(b: Any) -> bool:
+    """Whether V = 0, decided exactly on the entries as written: the block's field vanishes."""
+    V = written(b, "V")
+    return all(V[i, j] == 0 for i in range(V.nrows()) for j in range(V.ncols()))
 
 
 def uniform_block(b: Any) -> bool:
-    """Whether beta Q^T K = 0, decided exactly: every attention weight of the block is uniform."""
-    if exact(b.beta) == 0:
+    """Whether beta Q^T K = 0, decided exactly on the entries as written (Q^T K formed in exact
+    rationals): every attention weight of the block is uniform."""
+    if written(b, "beta") == 0:
         return True
-    Q, K = exact_array(b.Q), exact_array(b.K)
-    d = Q.shape[0]
-    return all(sum(Q[k, i] * K[k, j] for k in range(d)) == 0 for i in range(d) for j in range(d))
+    M = written(b, "Q").transpose() * written(b, "K")
+    return all(M[i, j] == 0 for i in range(M.nrows()) for j in range(M.ncols()))
 
 
 def uniform_attention(blocks: Sequence[Any]) -> bool:
@@ -88,9 +106,9 @@ def uniform_attention(blocks: Sequence[Any]) -> bool:
 
 
 def _same_blocks(blocks: Sequence[Any]) -> bool:
+    """Whether the two blocks are equal, entry by entry as written (exact rationals)."""
     b0, b1 = blocks
-    return exact(b0.beta) == exact(b1.beta) and all(
-        np.array_equal(exact_array(getattr(b0, m)), exact_array(getattr(b1, m))) for m in "QKV")
+    return all(written(b0, m) == written(b1, m) for m in ("beta", "Q", "K", "V"))
 
 
 def _full(X: np.ndarray, uniform_one: bool = False) -> RankBound:
@@ -138,7 +156,7 @@ def rank_bound(X: Any, causal: bool = False, blocks: Sequence[Any] | None = None
     generic = _causal(X) if causal else _full(X)
     if blocks is None:
         return generic
-    vanishing = [b for b, blk in enumerate(blocks) if _zero_matrix(blk.V)]
+    vanishing = [b for b, blk in enumerate(blocks) if zero_value(blk)]
     if len(vanishing) == 2:
         return RankBound(value=0, sharp=True, reasons=["both blocks have V = 0: nothing moves"])
     if vanishing or _same_blocks(blocks):

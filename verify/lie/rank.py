@@ -396,8 +396,9 @@ def _matrix(blocks: Sequence[Block], X: np.ndarray, K: int, dps: int | None, dea
         return bracket_matrix(blocks, np.asarray(X, dtype=float), K)[0]
     rows, told = [], time.perf_counter()
     with precision(dps):
+        written = [b.in_precision("mpmath") for b in blocks]  # the entries as written, not their binary64 roundings
         for s in range(X.shape[0]):
-            rows.append(bracket_matrix(blocks, namespace("mpmath").asarray(X[s:s + 1]), K)[0])
+            rows.append(bracket_matrix(written, namespace("mpmath").asarray(X[s:s + 1]), K)[0])
             if time.perf_counter() > deadline:
                 raise Late(f"the {dps}-digit brackets stopped at the deadline after {s + 1} of {X.shape[0]} sequences")
             if time.perf_counter() - told > PROGRESS_SECONDS:

@@ -54,12 +54,19 @@ class Block:
     def in_arb(self) -> Block:
         """The block with Arb balls holding its exact entries (at the working precision of the
         enclosing :func:`verify.model.backend.precision`), for certificates."""
-        from verify.model.backend import namespace, to_arb
+        return self.in_precision("arb")
 
-        xp = namespace("arb")
+    def in_precision(self, backend: str = "mpmath") -> Block:
+        """The block with its entries as written in the high-precision namespace ``backend``
+        ("mpmath": correctly rounded at the working precision of the enclosing
+        :func:`verify.model.backend.precision`; "arb": balls that hold them), so that a decimal
+        "1e-400" is not the 0.0 of the float field."""
+        from verify.model.backend import namespace
+
+        xp = namespace(backend)
         mats = {m: xp.asarray(self.exact_entries(m)) for m in "QKV"}
-        return Block(mats["Q"], mats["K"], mats["V"], beta=to_arb(self.exact_entries("beta")), causal=self.causal,
-                     name=self.name)
+        beta = xp.asarray(np.array([self.exact_entries("beta")], dtype=object))[0]
+        return Block(mats["Q"], mats["K"], mats["V"], beta=beta, causal=self.causal, name=self.name)
 
     @property
     def d(self) -> int:
