@@ -203,3 +203,55 @@ def test_damaged_figure_data_is_one_line(report, tmp_path, edit, field):
     p.write_text(json.dumps(doc))
     r = run("appendix", "--report", str(p), "--out", str(tmp_path / "app"))
     assert one_line(r) and field in r.stderr, r.stderr
+
+
+HUGE_EXPONENTS = ["0e999999999", "6e-99999999999", "1e-400000", "-2.5E+10001"]
+
+
+def _witness_with(position: str, value: str) -> dict:
+    doc = witness.make(gaussian_blocks(0, 2), X0, X0, "finite" if position == "step" else "continuous",
+                       [(0, 0.25), (1, -0.5)], 1e-8)
+    where = {"blocks": lambda d: d["blocks"][1]["K"][0], "inputs": lambda d: d["inputs"][0][1],
+             "targets": lambda d: d["targets"][0][0]}
+    if position in where:
+        where[position](doc)[1] = value
+    elif position == "beta":
+        doc["attention"]["beta"] = value
+    elif position == "tolerance":
+        doc["tolerance"] = value
+    else:
+        key, field = ("layers", "step") if position == "step" else ("steps", "duration")
+        doc[key][0][field] = value
+    return doc
+
+
+@pytest.mark.parametrize("position", ["blocks", "beta", "inputs", "targets", "duration", "step", "tolerance"])
+@pytest.mark.parametrize("value", HUGE_EXPONENTS)
+def test_exact_decimals_with_huge_exponents_are_refused_before_any_work(position, value):
+    """Their float is 0.0 (or they are 400 characters), but the exact conversion builds
+    10^exponent: minutes and gigabytes.  Every position a decimal can take refuses them at once,
+    naming the field and the limit (issue 65)."""
+    import time
+
+    from verify.io.errors import InputError
+
+    text = json.dumps(_witness_with(position, value))
+    started = time.perf_counter()
+    with pytest.raises(InputError, match=r"beyond the limit of \+-10000"):
+        witness.parse(text, "w.json")
+    assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize("args", [
+    lambda d: ["check", str(d / "w.json")],
+    lambda d: ["rank", "--inputs", str(d / "x.json"), "--seed", "0"],
+    lambda d: ["rank", "--inputs", str(d / "ok.json"), "--seed", "0", "--beta", "1e-99999999999"],
+    lambda d: ["rank", "--inputs", str(d / "n.json"), "--seed", "0"],
+])
+def test_the_command_line_refuses_huge_exponents_in_one_line(tmp_path, args):
+    (tmp_path / "w.json").write_text(json.dumps(_witness_with("targets", "6e-99999999999")))
+    (tmp_path / "x.json").write_text(json.dumps([[["0e999999999", 1.0], [0.5, 2.0]]]))
+    (tmp_path / "ok.json").write_text(json.dumps([[[1.0, 0.0], [0.5, 2.0]]]))
+    (tmp_path / "n.json").write_text("[[[1.00000000000000000001e-99999999999, 1.0], [0.5, 2.0]]]")  # a JSON number
+    r = subprocess.run([sys.executable, "-m", "verify", *args(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert one_line(r) and "beyond the limit of +-10000" in r.stderr, r.stderr

@@ -231,3 +231,28 @@ def test_the_field_bound_on_the_disc_holds_at_complex_times(seed, causal, offset
         E = np.where(on, np.exp(L), 0)
         F = (E / np.sum(E, axis=-1, keepdims=True)) @ (T @ block.V.T)
         assert np.all(np.abs(F) <= M * (1 + 1e-9)), (t, np.max(np.abs(F) / M))
+
+
+@pytest.mark.parametrize("case", ["V0 = 0", "zero inputs", "subnormal V"])
+@pytest.mark.parametrize("moved", [0.0, 1e-3])
+def test_a_field_that_vanishes_gives_a_verdict_not_a_traceback(case, moved):
+    """Where the centre's Taylor coefficients all vanish (a block with V = 0, tokens at 0, V of
+    subnormal entries whose coefficients underflow) the step rule has no limit; the validated
+    step is then the whole remaining duration, which its remainder accepts or shortens (it was
+    an infinite float, and Fraction(inf) raised).  The exact image is CERTIFIED, one moved by
+    1e-3 FAIL."""
+    from verify.io import witness
+    from verify.verdicts import replay
+
+    b0, b1 = gaussian_blocks(0, 2)
+    X = np.random.default_rng(0).normal(size=(1, 2, 2))
+    if case == "V0 = 0":
+        b0 = dataclasses.replace(b0, V=np.zeros((2, 2)))
+    elif case == "zero inputs":
+        X = np.zeros((1, 2, 2))
+    else:
+        b0, b1 = (dataclasses.replace(b, V=np.full((2, 2), v)) for b, v in ((b0, 5e-324), (b1, 1e-320)))
+    steps = [(0, 0.5), (1, 0.3)]
+    Y = flow((b0, b1), steps, X, dps=40).end.astype(float) + moved
+    verdict = replay.certify(witness.from_dict(witness.make((b0, b1), X, Y, "continuous", steps, 1e-10)))
+    assert verdict["verdict"] == ("CERTIFIED" if moved == 0 else "FAIL"), verdict

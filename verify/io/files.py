@@ -48,6 +48,10 @@ from verify.io.errors import InputError
 
 MAX_NESTING = 64  # the formats need at most 6 levels (a witness's inputs inside the document)
 DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+# |exponent| of a decimal: the exact value of "6e-99999999999" (0.0 in binary64) is a rational whose
+# denominator has 10^11 digits, which took minutes and tens of GB to build; float64 spans 10^-324..10^308,
+# and 400 characters move the point by at most 400 more, so 10 000 keeps every number the formats need.
+MAX_EXPONENT = 10_000
 
 
 @dataclass(frozen=True)
@@ -121,10 +125,20 @@ def _significant(text: str) -> int:
     return len(mantissa.strip("0"))
 
 
+def exponent(text: str, where: str) -> None:
+    """Refuse a decimal whose written exponent exceeds MAX_EXPONENT in size, before any exact
+    arithmetic builds 10^exponent."""
+    parts = re.split("[eE]", text, maxsplit=1)
+    if len(parts) == 2 and abs(int(parts[1])) > MAX_EXPONENT:
+        raise InputError(f"{where}: {text[:40]} has the exponent {parts[1][:20]}, beyond the limit of +-{MAX_EXPONENT} "
+                         "for exact decimals; write it with a smaller exponent")
+
+
 def _number(where: str):
     def parse(text: str) -> float | int:
         if len(text) > 400:
             raise InputError(f"{where}: a number of {len(text)} characters; write it as a decimal string if it needs them")
+        exponent(text, where)
         v = float(text)
         if not math.isfinite(v):
             raise InputError(f"{where}: the number {text[:40]} is beyond float64's range; rescale or write a decimal string")
@@ -166,11 +180,13 @@ def load_json(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
 
 
 def decimal(text: str, where: str) -> str:
-    """A decimal string (ASCII digits, optional sign, point and exponent), finite in float64."""
+    """A decimal string (ASCII digits, optional sign, point and exponent), finite in float64,
+    of at most 400 characters and with |exponent| <= MAX_EXPONENT."""
     if not DECIMAL.fullmatch(text):
         raise InputError(f"{where}: {text[:40]!r} is not a decimal number (ASCII digits, '.', an exponent)")
     if len(text) > 400:
         raise InputError(f"{where}: a decimal string of {len(text)} characters; 400 carry more digits than any replay uses")
+    exponent(text, where)
     if not math.isfinite(float(text)):
         raise InputError(f"{where}: {text[:40]} is beyond float64's range; rescale the data")
     return text

@@ -216,7 +216,10 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                                       top=sc.dominant)  # centred alike, as the mean-value forms combine them
                 logs = lognorms([sc["X"][k].m for k in range(ORDER + 1)])  # the centre's coefficients guide the step
                 rule = float(step_size(logs, ORDER, math.log(RULE_EPS) + max(0.0, logs[0])))
-                h = min(left, Fraction(min(grow, rule)))
+                # no limit (the centre's coefficients all vanish: V = 0, tokens at 0, or underflow): the whole
+                # remaining duration, which the remainder's bound then accepts or shortens
+                limit = min(grow, rule)
+                h = min(left, Fraction(limit)) if math.isfinite(limit) else left
                 floor = 10.0 ** (REMAINDER_DIGITS - digits) * max(1.0, float(np.max(np.abs(centre.m))))
                 while True:
                     allowed = max(floor, rates[k] * float(h))
