@@ -72,3 +72,22 @@ def test_too_few_durations_are_refused():
     blocks, X, Y = _problem(0)
     cert = certify_control(blocks, STEPS[:3], X, Y)
     assert not cert["certified"] and "at least m" in cert["reason"]
+
+
+def test_targets_that_break_an_invariant_get_the_invariant_as_the_reason():
+    """An odd sequence {a, -a} stays odd; targets 2e-7 from odd meet a tolerance of 1e-6, so the
+    witness is CERTIFIED, but no exact durations exist.  The existence line names the invariant
+    (it quoted a diverging Newton iterate, "block 0, duration -8.2e+10", as a duration of the
+    witness, with advice to shorten the durations)."""
+    from verify.io import witness
+    from verify.verdicts import replay
+
+    blocks = gaussian_blocks(0, 2)
+    a = np.array([0.7, -0.4])
+    X = np.array([[a, -a]])
+    steps = [(0, 0.4), (1, -0.3), (0, 0.5), (1, 0.35), (0, -0.2)]
+    Y = flow(blocks, steps, X, dps=40).end.astype(float)
+    Y[0, 1, 0] += 2e-7
+    v = replay.certify(witness.from_dict(witness.make(blocks, X, Y, "continuous", steps, 1e-6)), existence=True)
+    assert v["verdict"] == "CERTIFIED" and not v["existence"]["certified"]
+    assert "minus a permutation of itself" in v["existence"]["reason"] and "duration" not in v["existence"]["reason"]

@@ -310,8 +310,9 @@ def certify_control(
         steps, newton = _refined(blocks, steps, X, Y, free, R64, expected,
                                  max(enclosure.DIGITS, REFINE_DIGITS + math.ceil(math.log10(spread / expected))), deadline,
                                  progress)
-    except IntegrationError as exc:
-        return base | {"free_steps": free, "reason": f"the point flow that refines the durations stopped: {exc}"}
+    except IntegrationError:  # its message would quote the iterate's durations as if they were the witness's
+        return base | {"free_steps": free, "reason": "Newton's refinement of the free durations diverged (an iterate "
+                       "left the range the point flow can follow): no exact durations were found near those written"}
     with precision(digits):  # Arb balls: the reported distance is an upper bound, not a rounding of one
         distance = max((abs(to_arb(steps[k][1]) - to_arb(written[k][1])) for k in free), key=lambda z: z.upper())
     base |= {"digits": digits}

@@ -193,11 +193,30 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf, e
             break
         width = result["gap_width"]
     if existence and w.depth == "continuous" and enc is not None and result["verdict"] != "FAIL":
-        if progress:
-            progress("certify: the Krawczyk test for exact durations")
-        result["existence"] = krawczyk.certify_control(blocks, list(w.steps), inputs, w.targets, tolerance=w.tolerance,
-                                                       digits=D, deadline=deadline, progress=progress)
+        obstruction = _obstruction(w)
+        if obstruction:
+            result["existence"] = {"certified": False, "method": "not attempted", "reason": obstruction}
+        else:
+            if progress:
+                progress("certify: the Krawczyk test for exact durations")
+            result["existence"] = krawczyk.certify_control(blocks, list(w.steps), inputs, w.targets,
+                                                           tolerance=w.tolerance, digits=D, deadline=deadline,
+                                                           progress=progress)
     return result | {"passed": result["certified"]}
+
+
+def _obstruction(w: Witness) -> str | None:
+    """Why no control maps the inputs exactly onto the targets, where an invariant says so
+    (:func:`verify.lie.admissibility.check_admissible`): a witness may meet its tolerance while
+    its targets break an invariant by less, and an existence proof must not be attempted there."""
+    from verify.io.errors import InputError
+    from verify.lie.admissibility import check_admissible
+
+    try:
+        check_admissible(w.inputs, w.targets, w.causal, w.depth)
+    except InputError as exc:
+        return f"the targets break an invariant of the flows, so no exact durations are sought: {exc}"
+    return None
 
 
 def _identity(w: Witness) -> dict[str, Any]:
