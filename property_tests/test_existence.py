@@ -90,4 +90,7 @@ def test_targets_that_break_an_invariant_get_the_invariant_as_the_reason():
     Y[0, 1, 0] += 2e-7
     v = replay.certify(witness.from_dict(witness.make(blocks, X, Y, "continuous", steps, 1e-6)), existence=True)
     assert v["verdict"] == "CERTIFIED" and not v["existence"]["certified"]
-    assert "minus a permutation of itself" in v["existence"]["reason"] and "duration" not in v["existence"]["reason"]
+    import re
+
+    reason = v["existence"]["reason"]
+    assert "minus a permutation of itself" in reason and not re.search(r"duration -?[0-9]", reason), reason
