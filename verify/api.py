@@ -16,6 +16,10 @@ This module sits where :mod:`verify.cli` sits, on top of the engine and of the t
 * :func:`run_theorems` and :func:`write_report` -- the theorem checks T1-T3 and the solver's
   reach to a report (``verification-report/2``), and its summary and appendix.
 
+Bad input is refused before any work with :class:`verify.InputError` (a ``ValueError``), whose
+one-line message is the command line's (shapes, dimensions, non-finite values, decimals,
+admissibility): both go through :mod:`verify.io.validate`.
+
 >>> import numpy as np
 >>> import verify
 >>> blocks = verify.gaussian_blocks(0, 2)
@@ -41,7 +45,9 @@ from typing import Any
 
 import numpy as np
 
+from verify.io import validate
 from verify.io import witness as _witness
+from verify.io.errors import InputError
 from verify.io.files import DEFAULT_LIMITS, Limits, check_outputs, replace_file
 from verify.io.witness import Witness
 from verify.lie import certify as _certify_rank
@@ -73,6 +79,9 @@ def rank(blocks: Sequence[Block], X: Any, *, max_degree: int = DEFAULT_MAX_DEGRE
     when an Arb minor proves it equal to the bound, UNDECIDED when it is not proved (a deficit is
     never decided numerically), ESTIMATE with ``certify=False``.  ``budget``: seconds after which
     no more digits are tried.  As ``verify rank``."""
+    blocks, X, _ = validate.problem(blocks, X)
+    _budget(budget)
+    dps = None if dps is None else validate.digits(dps)
     return _rank.analyse(blocks, X, max_degree=max_degree, dps=dps, certify=certify,
                          deadline=time.perf_counter() + budget, progress=progress)
 
@@ -83,7 +92,8 @@ def apply_control(blocks: Sequence[Block], steps: Sequence[tuple[int, float]], X
     for a control (``depth`` "continuous", steps (block, duration)), or the residual network of
     layers X -> X + h F_b(X) (``depth`` "finite", steps (block, step)); in float64, or at ``dps``
     digits (an array of mpmath numbers)."""
-    return dynamics(depth).end(blocks, list(steps), X, dps=dps)
+    blocks, X, _ = validate.problem(blocks, X)
+    return dynamics(_depth(depth)).end(blocks, validate.steps(steps), X, dps=None if dps is None else validate.digits(dps))
 
 
 def interpolate(blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, settings: Settings | None = None,
@@ -94,7 +104,8 @@ def interpolate(blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, settings:
     from verify.lie.admissibility import check_admissible
 
     settings = settings or Settings()
-    check_admissible(X, Y, bool(blocks[0].causal), settings.depth)
+    blocks, X, Y = validate.problem(blocks, X, Y)
+    check_admissible(X, Y, bool(blocks[0].causal), _depth(settings.depth))
     return _solver.solve(blocks, np.asarray(X, dtype=float), np.asarray(Y, dtype=float), settings, progress)
 
 
@@ -105,6 +116,7 @@ def witness(blocks: Sequence[Block], X: Any, Y: Any, solution: Solution, toleran
     (default: the solution's settings', else 1e-10) and the precision it replays at; its
     ``provenance`` names the code, the search's settings and seeds, and what is given here.
     :func:`save_witness` writes it, :func:`check` judges it."""
+    blocks, X, Y = validate.problem(blocks, X, Y)
     tol = tolerance if tolerance is not None else solution.settings.get("tolerance", 1e-10)
     return _witness.make(blocks, X, Y, solution.settings.get("depth", "continuous"), solution.steps, tol,
                          precision=_witness.precision_label(solution.dps),
@@ -131,10 +143,26 @@ def check(w: Witness | dict[str, Any], *, estimate: bool = False, dps: int | Non
     check``."""
     if isinstance(w, dict):
         w = _witness.parse(_witness.dumps(w))
+    elif not isinstance(w, Witness):
+        raise InputError(f"check: expected a witness (verify.load_witness, or a document as verify.witness makes it), "
+                         f"got {type(w).__name__}")
+    _budget(budget)
+    dps = None if dps is None else validate.digits(dps)
     if estimate:
         return Verdict.of(_replay.replay(w, dps or w.digits, progress))
     return Verdict.of(_replay.certify(w, dps, deadline=time.perf_counter() + budget, existence=existence,
                                       progress=progress))
+
+
+def _budget(seconds: Any) -> None:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise InputError(f"budget must be a positive number of seconds, got {seconds!r}")
+
+
+def _depth(depth: Any) -> str:
+    if depth not in ("continuous", "finite"):
+        raise InputError(f"depth {depth!r}: choose 'continuous' (a control of durations) or 'finite' (a network of layers)")
+    return depth
 
 
 def run_theorems(profile: str = "quick", seed: int = 0, *, theorems: Sequence[str] | None = None, reach: bool = True,
@@ -149,6 +177,12 @@ def run_theorems(profile: str = "quick", seed: int = 0, *, theorems: Sequence[st
     from theorems import registry
     from verify.reporting import report
 
+    if profile not in registry.PROFILES:
+        raise InputError(f"profile {profile!r}: choose one of {', '.join(registry.PROFILES)}")
+    unknown = [t for t in theorems or () if t not in registry.THEOREMS]
+    if unknown:
+        raise InputError(f"theorem {unknown[0]!r}: choose from {', '.join(registry.THEOREMS)}")
+    validate.seed(seed)
     options = options or SweepOptions(scheduler="none")
     if options.check is None:  # results read back from a journal are validated like any input
         options = dataclasses.replace(options, check=registry.check_resumed)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -156,19 +155,4 @@ def blocks_from(doc: Any, source: str = "blocks") -> tuple[tuple[Block, Block], 
     mats = parse_blocks(doc["blocks"], source)
     blocks = tuple(Block(*(m[k].astype(float) for k in "QKV"), beta=float(beta), causal=causal,
                          exact={**{k: m[k] for k in "QKV"}, "beta": beta}) for m in mats)  # as written, for certificates
-    return _two_blocks(blocks), {"causal": causal, "beta": beta}
-
-
-def _two_blocks(bs: Sequence[Block], d: int | None = None) -> tuple[Block, Block]:
-    """Exactly two blocks with finite d x d matrices (d from the data when given)."""
-    if len(bs) != 2:
-        raise InputError(f"expected exactly two blocks, got {len(bs)}")
-    dd = bs[0].Q.shape[0] if bs[0].Q.ndim == 2 else -1
-    for b, blk in enumerate(bs):
-        for m in "QKV":
-            validate.matrix(getattr(blk, m), dd, f"block {b} {m}")
-    if d is not None and dd != d:
-        raise InputError(f"blocks are {dd} x {dd} but the tokens have dimension d = {d}")
-    if not np.isfinite(bs[0].beta):
-        raise InputError(f"beta must be a finite number, got {bs[0].beta}")
-    return bs[0], bs[1]
+    return validate.blocks(blocks), {"causal": causal, "beta": beta}

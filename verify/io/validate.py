@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from verify.io.errors import InputError
+from verify.io.files import decimal
 
 # The largest |entry| of a state the engine integrates (verify.model.flow refuses a flow whose state
 # passes it): beyond it the logits beta <Q x_i, K x_j> of such tokens are within a few orders of
@@ -40,8 +41,6 @@ def numbers(x: Any, name: str) -> np.ndarray:
     would lose) as a float64 array, or, where a decimal string is present, an object array of
     floats and those strings exactly as written; ragged lists and any other entry are refused
     by name."""
-    from verify.io.files import decimal
-
     try:
         a = np.array(x, dtype=object)
     except ValueError:
@@ -64,10 +63,12 @@ def numbers(x: Any, name: str) -> np.ndarray:
 
 
 def _real_array(x: Any, name: str) -> np.ndarray:
-    """x as a float64 array, refusing complex or non-numeric entries (object arrays of parsed
-    high-precision numbers pass through)."""
+    """x as a float64 array, refusing complex or non-numeric entries; an object array (numbers
+    as written: floats, decimal strings, high-precision numbers) keeps its entries, each checked."""
     if isinstance(x, np.ndarray) and x.dtype == object:
-        return x  # high-precision entries were parsed and checked by the loader
+        for idx, v in np.ndenumerate(x):
+            _written(v, f"{name}: entry {idx}")
+        return x
     try:
         raw = np.asarray(x)
         complex_entries = np.iscomplexobj(raw)  # float() would drop the imaginary parts with only a warning
@@ -81,6 +82,20 @@ def _real_array(x: Any, name: str) -> np.ndarray:
     if complex_entries:
         raise InputError(f"{name}: complex entries; every entry must be a real number")
     return a
+
+
+def _written(v: Any, where: str) -> None:
+    """One entry of a collection as written: a decimal string (:func:`verify.io.files.decimal`)
+    or a real number (not a bool, not complex)."""
+    if isinstance(v, str):
+        decimal(v, where)
+        return
+    if isinstance(v, (bool, np.bool_, complex, np.complexfloating)):
+        raise InputError(f"{where} is {str(v)[:40]}; every entry must be a real number or a decimal string")
+    try:
+        float(v)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"{where} is {str(v)[:40]!r}; every entry must be a real number or a decimal string") from None
 
 
 def _finite(a: np.ndarray, name: str) -> None:
@@ -142,6 +157,49 @@ def matching(inputs: np.ndarray, targets: np.ndarray) -> None:
             f"targets have shape {targets.shape} but inputs have shape {inputs.shape}; "
             "N, n and d must agree"
         )
+
+
+def blocks(bs: Any, d: int | None = None) -> tuple[Any, Any]:
+    """Exactly two attention blocks (objects with Q, K, V and beta, as
+    :func:`verify.model.blocks.gaussian_blocks` returns) with finite d x d matrices (d from the
+    data when given) and a finite beta."""
+    try:
+        pair = tuple(bs)
+    except TypeError:
+        raise InputError(f"blocks: expected two attention blocks (verify.gaussian_blocks), got {type(bs).__name__}") from None
+    if len(pair) != 2:
+        raise InputError(f"expected exactly two blocks, got {len(pair)}")
+    if not all(all(hasattr(b, m) for m in ("Q", "K", "V", "beta")) for b in pair):
+        raise InputError("blocks: each must have Q, K, V and beta (verify.Block, as verify.gaussian_blocks returns)")
+    dd = np.shape(pair[0].Q)[0] if np.ndim(pair[0].Q) == 2 else -1
+    for b, blk in enumerate(pair):
+        for m in "QKV":
+            matrix(getattr(blk, m), dd, f"block {b} {m}")
+    if d is not None and dd != d:
+        raise InputError(f"blocks are {dd} x {dd} but the tokens have dimension d = {d}")
+    for b, blk in enumerate(pair):
+        if not np.isfinite(float(blk.beta)):
+            raise InputError(f"block {b}: beta must be a finite number, got {blk.beta}")
+    return pair
+
+
+def problem(bs: Any, X: Any, Y: Any = None) -> tuple[tuple[Any, Any], np.ndarray, np.ndarray | None]:
+    """What the API's functions take: two blocks, inputs X (N, n, d) and, when given, targets Y
+    of the same shape, every check of the command line (names as there: inputs, targets).
+
+    >>> import numpy as np
+    >>> from verify.model.blocks import gaussian_blocks
+    >>> try:
+    ...     problem(gaussian_blocks(0, 3), np.zeros((1, 2, 2)))
+    ... except InputError as e:
+    ...     print(e)
+    blocks are 3 x 3 but the tokens have dimension d = 2
+    """
+    X = collection(X, "inputs")
+    if Y is not None:
+        Y = collection(Y, "targets")
+        matching(X, Y)
+    return blocks(bs, X.shape[2]), X, Y
 
 
 def matrix(x: Any, d: int, name: str) -> np.ndarray:

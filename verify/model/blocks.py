@@ -24,6 +24,8 @@ import numpy as np
 from verify.io import validate
 from verify.io.errors import InputError
 
+MAX_D = 1024  # token dimension of drawn blocks: 6 d^2 float64 numbers (48 MB at the limit)
+
 
 @dataclass(frozen=True)
 class Block:
@@ -85,8 +87,10 @@ def gaussian_blocks(
     seed: int, d: int, *, beta: float = 1.0, causal: bool = False
 ) -> tuple[Block, Block]:
     """The two blocks of docs/conventions.md §1 drawn from ``default_rng(seed)`` with entries N(0, 1/d)."""
-    if d < 1:
-        raise InputError(f"token dimension d must be at least 1, got {d}")
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 1 <= d <= MAX_D:
+        raise InputError(f"token dimension d must be a whole number from 1 to {MAX_D}, got {d!r}")
+    if isinstance(beta, bool) or not isinstance(beta, (int, float, np.integer, np.floating)) or not np.isfinite(beta):
+        raise InputError(f"beta must be a finite number, got {beta!r}")
     rng = np.random.default_rng(validate.seed(seed, "the blocks' seed"))
     mats = rng.normal(0.0, 1.0 / np.sqrt(d), size=(2, 3, d, d))
     return tuple(  # type: ignore[return-value]
