@@ -15,7 +15,8 @@ from verify.lie import directional
 from verify.lie.brackets import bracket_jet, bracket_matrix, bracket_values, field_jet
 from verify.lie.hall import basis, counting_degree, degree, parse_word, str_word, witt
 from verify.lie.jets import multiply, tables
-from verify.lie.rank import NOISE_FACTOR, degree_scales
+from verify.lie.rank import NOISE_FACTOR
+from verify.lie.scales import degree_scales
 from verify.model.attention import field, jvp
 from verify.model.backend import namespace, precision, to_numpy
 from verify.model.blocks import gaussian_blocks
@@ -160,7 +161,7 @@ def test_float64_and_high_precision_brackets_agree(case):
 
 
 def _scaled_error(blocks, X, K, method):
-    """Largest scaled column error (verify.lie.rank.degree_scales) of ``method`` in float64
+    """Largest scaled column error (verify.lie.scales.degree_scales) of ``method`` in float64
     against the dense jets at 30 digits."""
     M, words = bracket_values(blocks, X, K, method=method)
     with precision(30):

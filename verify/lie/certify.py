@@ -5,7 +5,7 @@ balls (:mod:`verify.lie.brackets` on object arrays of ``arb``): inputs and block
 taken as written (binary64 values exactly, decimal strings in balls that hold them:
 :meth:`verify.model.blocks.Block.in_arb`), and every +, *, / and exp encloses its rounding, so
 each entry is a ball that contains the exact bracket value.  Columns are scaled by the binary64
-degree scales s_k of :func:`verify.lie.rank.degree_scales` (dividing by a binary64 number is
+degree scales s_k of :func:`verify.lie.scales.degree_scales` (dividing by a binary64 number is
 enclosed like any other operation); r columns are selected by QR with column pivoting of the
 floating-point matrix, and r rows by the same on the transpose of those columns.  With R an
 approximate inverse of the midpoints of that r x r minor A (computed by Arb at the working
@@ -49,7 +49,7 @@ import scipy.linalg
 
 from verify.lie.brackets import bracket_matrix
 from verify.lie.hall import Word, basis, degree, str_word
-from verify.lie.rank import degree_scales
+from verify.lie.scales import degree_scales
 from verify.lie.symmetry import exact
 from verify.model.backend import namespace, precision, round_down, round_up
 from verify.model.blocks import Block

@@ -10,15 +10,8 @@ floating-point analysis below only chooses the degree, the precision and the min
 The bracket matrix (rows: sequence, token, coordinate of one sequence per orbit of the
 symmetry group, :func:`verify.lie.symmetry.orbits`, since the others' rows are images of
 those; columns: Hall words of degree <= K) is scaled column by column before its singular
-values sigma_1 >= sigma_2 >= ... are taken (rank is invariant under nonzero column scaling).
-Each column of degree k is divided by
-
-    s_k = max(largest column norm of degree k, |F| L^(k-1)),
-
-|F| the largest field entry and L the largest spectral norm of a per-sequence Jacobian of
-either block: the size a degree-k bracket has before cancellation.  Scaling each column by
-its own norm instead would blow a bracket that vanishes identically (and is computed as
-rounding noise) up to a unit column, and fake a rank.
+values sigma_1 >= sigma_2 >= ... are taken: each column of degree k is divided by the size a
+degree-k bracket has before cancellation (:func:`verify.lie.scales.degree_scales`).
 
 **What the arithmetic sees.**  With u the unit roundoff of the arithmetic used (2^-52 in
 float64, 10^-dps in high precision) and W the number of columns, the error of a scaled column,
@@ -56,11 +49,13 @@ import numpy as np
 from scipy.special import logsumexp
 
 from verify.io.errors import InputError
+from verify.lie import certify as certificates
 from verify.lie.brackets import bracket_matrix
 from verify.lie.hall import basis, counting_degree, degree
 from verify.lie.invariants import RankBound, rank_bound
+from verify.lie.scales import degree_scales
 from verify.lie.symmetry import exact_array, orbits
-from verify.model.attention import causal_mask, field, jacobian, logits
+from verify.model.attention import causal_mask, logits
 from verify.model.backend import UNIT, namespace, precision
 from verify.model.blocks import Block
 
@@ -79,18 +74,6 @@ CERTIFY_DIGITS = 30  # the fewest digits of a certificate
 
 def noise_level(unit: float, columns: int) -> float:
     return NOISE_FACTOR * unit * math.sqrt(max(columns, 1))
-
-
-def degree_scales(blocks: Sequence[Block], X: np.ndarray, M: Any, degrees: np.ndarray) -> np.ndarray:
-    """The column scale s_k of each column (see the module docstring)."""
-    F = max(float(np.abs(field(b, X)).max()) for b in blocks)
-    L = max(float(np.linalg.norm(jacobian(b, X), 2, axis=(1, 2)).max()) for b in blocks)
-    norms = np.linalg.norm(np.asarray(M, dtype=float), axis=0)
-    out = np.empty(len(degrees))
-    for k in np.unique(degrees):
-        sel = degrees == k
-        out[sel] = max(norms[sel].max(), F * L ** (k - 1))
-    return np.where(out > 0, out, 1.0)
 
 
 def singular_values(M: Any, scales: np.ndarray, dps: int | None = None) -> np.ndarray:
@@ -267,8 +250,6 @@ def analyse(
     ``certify=False`` stops at the floating-point estimate.  Past ``deadline`` (a
     ``time.perf_counter()`` value) no further arithmetic is tried.  ``progress`` hears of each
     degree and arithmetic."""
-    from verify.lie import certify as certificates  # it builds on this module's scales
-
     say = progress or (lambda _: None)
     Xe = exact_array(X)
     N, n, d = Xe.shape

@@ -41,6 +41,7 @@ import mpmath
 import numpy as np
 
 from verify.io.errors import InputError
+from verify.model import float_balls
 
 UNIT = 2.0**-52  # float64's machine epsilon: the suite's rounding unit (twice the unit roundoff 2^-53, on the safe side)
 BACKENDS = ("numpy", "array-api-strict", "cupy", "mpmath", "mpmath-pure", "arb", "fball")
@@ -209,17 +210,13 @@ def namespace(name: str = "numpy") -> Any:
     if name in ("mpmath", "mpmath-pure", "arb"):
         return _HP[{"mpmath": "mpfr", "mpmath-pure": "mpf", "arb": "arb"}[name]]
     if name == "fball":
-        from verify.model import float_balls
-
         return float_balls.namespace()
     raise InputError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
 
 
 def namespace_of(x: Any) -> Any:
     """The namespace an array belongs to (object arrays mean high precision)."""
-    from verify.model.float_balls import Balls
-
-    if isinstance(x, Balls):
+    if isinstance(x, float_balls.Balls):
         return namespace("fball")
     if isinstance(x, np.ndarray) and x.dtype == object:
         first = x.flat[0] if x.size else None
