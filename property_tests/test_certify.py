@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from verify.lie.brackets import bracket_matrix
-from verify.lie.certify import generates_gl, rank_at_least, select_columns
+from verify.lie.certify import generates_gl, rank_at_least
 from verify.lie.hall import basis, degree
+from verify.lie.pivoting import select_columns
 from verify.lie.rank import analyse, degree_scales, singular_values
 from verify.model.blocks import gaussian_blocks
 

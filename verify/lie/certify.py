@@ -6,8 +6,9 @@ taken as written (binary64 values exactly, decimal strings in balls that hold th
 :meth:`verify.model.blocks.Block.in_arb`), and every +, *, / and exp encloses its rounding, so
 each entry is a ball that contains the exact bracket value.  Columns are scaled by the binary64
 degree scales s_k of :func:`verify.lie.scales.degree_scales` (dividing by a binary64 number is
-enclosed like any other operation); r columns are selected by QR with column pivoting of the
-floating-point matrix, and r rows by the same on the transpose of those columns.  With R an
+enclosed like any other operation); r columns are selected by pivoted QR of the
+floating-point matrix, and r rows by the same on the transpose of those columns, with ties
+broken alike on every machine (:func:`verify.lie.pivoting.select_columns`).  With R an
 approximate inverse of the midpoints of that r x r minor A (computed by Arb at the working
 precision, so it holds for condition numbers far beyond float64's), Arb computes E = I - R A;
 if ||E||_F < 1 then A is nonsingular (R A = I - E is) and
@@ -45,10 +46,10 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 
 from verify.lie.brackets import bracket_matrix
 from verify.lie.hall import Word, basis, degree, str_word
+from verify.lie.pivoting import select_columns
 from verify.lie.scales import degree_scales
 from verify.lie.symmetry import exact
 from verify.model.backend import namespace, precision, round_down, round_up
@@ -56,12 +57,6 @@ from verify.model.blocks import Block
 
 DEFAULT_DIGITS = 30
 METHOD = "Arb enclosure of an r x r minor of the bracket matrix; ||I - R A||_F < 1"
-
-
-def select_columns(M: np.ndarray, m: int) -> list[int]:
-    """m column indices chosen by QR with column pivoting of the (already scaled) matrix."""
-    _, _, piv = scipy.linalg.qr(M, mode="economic", pivoting=True)
-    return sorted(int(j) for j in piv[:m])
 
 
 def rank_at_least(

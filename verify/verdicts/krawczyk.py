@@ -50,7 +50,7 @@ import mpmath
 import numpy as np
 
 from verify.io.errors import IntegrationError
-from verify.lie.certify import select_columns
+from verify.lie.pivoting import select_columns
 from verify.model.backend import namespace, precision, round_up, to_arb, to_mpmath
 from verify.model.blocks import Block
 from verify.model.flow import flow
@@ -68,7 +68,8 @@ SINGULAR = "the Jacobian of the free steps is singular in float64; choose other 
 
 def best_columns(D: np.ndarray, m: int) -> list[int]:
     """The m columns of D (derivatives of the end point with respect to steps or durations)
-    that are the best conditioned: pivoted QR on the columns scaled to unit norm."""
+    that are the best conditioned: pivoted QR on the columns scaled to unit norm, the same on
+    every machine (:func:`verify.lie.pivoting.select_columns`)."""
     return select_columns(D / np.maximum(np.linalg.norm(D, axis=0), 1e-300), m)
 
 
