@@ -51,6 +51,13 @@ MISTAKES = {
                              "tokens 0 and 1 coincide in the inputs only"),
     "a negative tolerance": (lambda: verify.interpolate(B2, X, 1.01 * X, verify.Settings(tolerance=-1)),
                              "the tolerance must be a positive number"),
+    "a report that is not one": (lambda: verify.write_report({}, "/nonexistent/out"), "lacks the field 'schema'"),
+    "a witness of no solution": (lambda: verify.witness(B2, X, X, None), "solution: expected what verify.interpolate"),
+    "a witness document with no fields": (lambda: verify.save_witness({"a": 1}, "/nonexistent/w.json"), "missing field(s)"),
+    "settings as a dict": (lambda: verify.interpolate(B2, X, X, settings={"tolerance": 1}), "expected verify.Settings"),
+    "a degree as text": (lambda: verify.rank(B2, X, max_degree="3"), "a max degree of '3': give one from 1 to 14"),
+    "a duration as a word": (lambda: verify.apply_control(B2, [(0, "abc")], X), "'abc' is not a decimal number"),
+    "causal as text": (lambda: verify.gaussian_blocks(0, 2, causal="yes"), "causal must be True or False"),
 }
 
 

@@ -38,7 +38,7 @@ ONES = float.fromhex("0x1.fffffffffffffp+0")  # a mantissa of all ones
 MODERATE = 2.0**400  # operands within it (and divisors above its inverse) must give finite balls
 EDGES = [0.0, -0.0, fb.ETA, 2 * fb.ETA, 3 * fb.ETA, 7 * fb.ETA, TINY - fb.ETA, TINY, TINY + 2 * fb.ETA, 2 * TINY,
          1.0, ONES, 3.0, 0.1, 1e-300, 1e-200, 3.98e-315, 1e20, 1e200, 1e300, HUGE / 4, HUGE]
-PER_OPERATION = examples(500, "small arrays of exact rationals; 10^4 draws per operation under thorough")
+CI_DRAWS, WHY = 500, "small arrays of exact rationals; 10^4 draws per operation under thorough"
 
 
 def _edge_floats(rng: np.random.Generator, size: int) -> np.ndarray:
@@ -135,7 +135,7 @@ def _ops_of_two():
     return st.tuples(st.sampled_from(["+", "-", "*", "/"]), balls((2, 3)), balls((2, 3)))
 
 
-@settings(max_examples=PER_OPERATION, deadline=None)
+@settings(max_examples=examples(CI_DRAWS, WHY), deadline=None)
 @given(case=_ops_of_two())
 def test_elementwise_operations_contain_the_exact_ranges(case):
     op, a, b = case
@@ -162,7 +162,7 @@ def test_elementwise_operations_contain_the_exact_ranges(case):
             _check(shown, lo, hi, op, moderate & _away_from_zero(b), level=None)
 
 
-@settings(max_examples=PER_OPERATION, deadline=None)
+@settings(max_examples=examples(CI_DRAWS, WHY), deadline=None)
 @given(b=balls((6,)))
 @example(b=fb.Balls(np.array([1e-200]), np.array([0.5e-200])))  # |m| (|m| - r) underflows (issue 65)
 @example(b=fb.Balls(np.array([3 * fb.ETA]), np.array([fb.ETA])))
@@ -179,7 +179,7 @@ def test_the_reciprocal_contains_1_over_x_or_is_not_finite(b):
                    expected[i], level=None)
 
 
-@settings(max_examples=PER_OPERATION, deadline=None)
+@settings(max_examples=examples(CI_DRAWS, WHY), deadline=None)
 @given(a=balls((2, 3)), b=balls((3, 2)), c=balls((3, 2, 2)))
 @example(a=fb.Balls(np.array([[1e20, 0, 0], [0, 0, 0]])), b=fb.Balls(np.array([[3.98e-315, 0], [0, 0], [0, 0]])),
          c=fb.Balls(np.zeros((3, 2, 2))))  # the rounding term underflowed (issue 65)
@@ -209,7 +209,7 @@ def test_sums_of_products_contain_the_exact_ranges(a, b, c):
         _check(fb.total(a), np.array(alo.sum()), np.array(ahi.sum()), "sum of all", moderate)
 
 
-@settings(max_examples=PER_OPERATION, deadline=None)
+@settings(max_examples=examples(CI_DRAWS, WHY), deadline=None)
 @given(a=balls((2, 3)), c=_edge_float(), top=st.lists(st.integers(0, 2), min_size=2, max_size=2))
 def test_numbers_absolute_values_and_the_dominant_entry(a, c, top):
     alo, ahi = _hull(a, Fraction)
@@ -231,7 +231,7 @@ def test_numbers_absolute_values_and_the_dominant_entry(a, c, top):
         _check(less, lo, hi, "less the dominant entry", _moderate(a), level=None)
 
 
-@settings(max_examples=PER_OPERATION, deadline=None)
+@settings(max_examples=examples(CI_DRAWS, WHY), deadline=None)
 @given(num=st.integers(-10**400, 10**400), den=st.integers(1, 10**400), a=balls((2,)))
 @example(num=2**60 + 1, den=1, a=fb.Balls(np.array([2.0, -3.0])))
 @example(num=10**400, den=1, a=fb.Balls(np.array([2.0, 0.0])))  # beyond the float range: not an OverflowError
@@ -249,7 +249,7 @@ def test_exact_numbers_no_float_holds_are_enclosed(num, den, a):
         _check(a * q, *_times(alo, ahi, np.array(q), np.array(q)), "times a Fraction", small, level=None)
 
 
-@settings(max_examples=PER_OPERATION, deadline=None)
+@settings(max_examples=examples(CI_DRAWS, WHY), deadline=None)
 @given(a=balls((4,)))
 @example(a=fb.Balls(np.array([-800.0, -1e308, 709.0, 0.0]), np.array([1.0, 0.0, 1.0, fb.ETA])))
 def test_exp_contains_the_exact_range(a):
@@ -281,7 +281,7 @@ def test_a_ball_that_is_not_finite_stays_so():
             assert not np.any(fb.finite(got)), got
 
 
-@settings(max_examples=PER_OPERATION, deadline=None)
+@settings(max_examples=examples(CI_DRAWS, WHY), deadline=None)
 @given(m=_edge_float(), r=_edge_float().map(abs), extra=st.integers(-60, 60))
 def test_arb_balls_are_enclosed(m, r, extra):
     """from_arb: an Arb ball (its midpoint beyond float64's digits) inside the float ball."""

@@ -104,6 +104,8 @@ def interpolate(blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, settings:
     from verify.lie.admissibility import check_admissible
 
     settings = settings or Settings()
+    if not isinstance(settings, Settings):
+        raise InputError(f"settings: expected verify.Settings(...), got {type(settings).__name__}")
     blocks, X, Y = validate.problem(blocks, X, Y)
     check_admissible(X, Y, bool(blocks[0].causal), _depth(settings.depth))
     return _solver.solve(blocks, np.asarray(X, dtype=float), np.asarray(Y, dtype=float), settings, progress)
@@ -117,6 +119,8 @@ def witness(blocks: Sequence[Block], X: Any, Y: Any, solution: Solution, toleran
     ``provenance`` names the code, the search's settings and seeds, and what is given here.
     :func:`save_witness` writes it, :func:`check` judges it."""
     blocks, X, Y = validate.problem(blocks, X, Y)
+    if not isinstance(solution, Solution):
+        raise InputError(f"solution: expected what verify.interpolate returns, got {type(solution).__name__}")
     tol = tolerance if tolerance is not None else solution.settings.get("tolerance", 1e-10)
     return _witness.make(blocks, X, Y, solution.settings.get("depth", "continuous"), solution.steps, tol,
                          precision=_witness.precision_label(solution.dps),
@@ -124,8 +128,12 @@ def witness(blocks: Sequence[Block], X: Any, Y: Any, solution: Solution, toleran
 
 
 def save_witness(doc: dict[str, Any], path: str | Path, *, force: bool = False) -> Path:
-    """Write a witness document; an existing file is refused unless ``force`` (then replaced, a
-    link included, never written through)."""
+    """Write a witness document, validated first as :func:`check` would read it; an existing
+    file is refused unless ``force`` (then replaced, a link included, never written through)."""
+    if not isinstance(doc, dict):
+        raise InputError(f"save_witness: expected a witness document (a dict, as verify.witness makes it), "
+                         f"got {type(doc).__name__}")
+    _witness.parse(_witness.dumps(doc))
     return _witness.save(doc, path, force=force)
 
 
@@ -218,6 +226,7 @@ def write_report(doc: dict[str, Any], directory: str | Path, *, force: bool = Fa
     from theorems import registry
     from verify.reporting import appendix, report, summary
 
+    report.check_theorem_document(doc, "write_report")
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     check_outputs(d, REPORT_FILES, ("appendix",), force=force)

@@ -220,6 +220,7 @@ def steps(pairs: Sequence[tuple[Any, Any]], what: str = "steps") -> list[tuple[i
             raise InputError(f"{what}[{k}]: expected a pair (block, length), got {pair!r}") from None
         if isinstance(b, bool) or b not in (0, 1):
             raise InputError(f"{what}[{k}]: unknown block index {b!r}; blocks are numbered 0 and 1")
+        _written(t, f"{what}[{k}]: length")
         tv = float(t)
         if not np.isfinite(tv):
             raise InputError(f"{what}[{k}]: length {t} is not a finite number")

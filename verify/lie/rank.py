@@ -226,8 +226,8 @@ class RankAnalysis:
 
 def check_size(bound: RankBound, rows: int, max_degree: int) -> None:
     """Refuse, before any work, a rank the brackets cannot reach within the limits."""
-    if not 1 <= max_degree <= MAX_DEGREE:
-        raise InputError(f"a max degree of {max_degree}: give one from 1 to {MAX_DEGREE} ({len(basis(MAX_DEGREE))} "
+    if isinstance(max_degree, bool) or not isinstance(max_degree, (int, np.integer)) or not 1 <= max_degree <= MAX_DEGREE:
+        raise InputError(f"a max degree of {max_degree!r}: give one from 1 to {MAX_DEGREE} ({len(basis(MAX_DEGREE))} "
                          f"Hall words; degree {MAX_DEGREE + 2} has {len(basis(MAX_DEGREE + 2))}) (max_degree)")
     if rows > MAX_DIMENSION:
         raise InputError(f"the sequences that move independently hold {rows} numbers, over the limit of "

@@ -91,6 +91,8 @@ def gaussian_blocks(
         raise InputError(f"token dimension d must be a whole number from 1 to {MAX_D}, got {d!r}")
     if isinstance(beta, bool) or not isinstance(beta, (int, float, np.integer, np.floating)) or not np.isfinite(beta):
         raise InputError(f"beta must be a finite number, got {beta!r}")
+    if not isinstance(causal, (bool, np.bool_)):
+        raise InputError(f"causal must be True or False, got {causal!r}")
     rng = np.random.default_rng(validate.seed(seed, "the blocks' seed"))
     mats = rng.normal(0.0, 1.0 / np.sqrt(d), size=(2, 3, d, d))
     return tuple(  # type: ignore[return-value]
