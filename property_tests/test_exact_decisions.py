@@ -120,10 +120,13 @@ def test_the_cases_of_issue_65_are_not_certified_below_their_rank():
     blocks, _ = blocks_from(small)
     assert float(np.abs(blocks[0].Q.T @ blocks[0].K).max()) == 0.0  # binary64 sees uniform attention ...
     assert rank_bound(1e9 * X, blocks=blocks).value == 4  # ... the exact rationals do not
+    assert analyse(blocks, 1e9 * X, max_degree=6).verdict in ("CERTIFIED", "UNDECIDED")
     one = {"attention": {"beta": 1e308}, "blocks": [small["blocks"][0],
                                                     {m: getattr(b1, m).tolist() for m in "QKV"}]}
     blocks, _ = blocks_from(one)
     assert rank_bound(1e9 * X2, blocks=blocks).value == 8  # not the one-uniform-block bound 6
+    with pytest.raises(InputError, match="overflow float64"):  # block 1's logits are 1e326: one line, not a traceback
+        analyse(blocks, 1e9 * X2, max_degree=6)
 
 
 def test_blocks_that_are_not_zero_as_written_are_not_told_to_stand_still():

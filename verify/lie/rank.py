@@ -356,7 +356,8 @@ def _level(blocks, X, K: int, digits: int | None, deadline: float = math.inf,
     W = M.shape[1]
     if not (np.all(np.isfinite(np.asarray(M, dtype=float))) and np.all(np.isfinite(scales))):
         raise InputError(f"the brackets of degree <= {K} overflow float64 on this collection (max |x| = "
-                         f"{float(np.abs(np.asarray(X, dtype=float)).max()):.3g}); rescale the data towards |x| ~ 1")
+                         f"{float(np.abs(np.asarray(X, dtype=float)).max()):.3g}, beta = {float(blocks[0].beta):.3g}); "
+                         "rescale the data towards |x| ~ 1, or beta, so that the logits beta <Q x, K x> stay moderate")
     sigma = singular_values(M, scales, digits)
     unit = UNIT if digits is None else 10.0**-digits
     eta = noise_level(unit, W)

@@ -37,7 +37,9 @@ from verify.model.blocks import Block
 def degree_scales(blocks: Sequence[Block], X: np.ndarray, M: Any, degrees: np.ndarray) -> np.ndarray:
     """The column scale s_k of each column of M (module docstring); ``degrees``: each column's."""
     F = max(float(np.abs(field(b, X)).max()) for b in blocks)
-    L = max(float(np.linalg.norm(jacobian(b, X), 2, axis=(1, 2)).max()) for b in blocks)
+    J = [jacobian(b, X) for b in blocks]
+    # logits that overflow float64 leave NaN in a Jacobian, whose SVD fails: an infinite scale, which the caller refuses
+    L = max(float(np.linalg.norm(j, 2, axis=(1, 2)).max()) if np.all(np.isfinite(j)) else np.inf for j in J)
     norms = np.linalg.norm(np.asarray(M, dtype=float), axis=0)
     out = np.empty(len(degrees))
     for k in np.unique(degrees):
