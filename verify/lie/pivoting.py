@@ -32,23 +32,32 @@ MARGIN = 0.01  # columns within this share of the largest remaining norm tie; th
 
 def select_columns(M: np.ndarray, m: int) -> list[int]:
     """m column indices of M (sorted), chosen by pivoted Gram-Schmidt with ties within MARGIN
-    broken by the lowest index (module docstring); fewer where the rest of M vanishes."""
+    broken by the lowest index (module docstring); fewer where the rest of M vanishes.  M is
+    first scaled by a power of 2 to a largest entry near 1 (exactly, and no choice changes), so
+    that squared norms neither underflow (entries of 1e-200) nor overflow."""
     A = np.array(M, dtype=float, copy=True)
+    big = float(np.max(np.abs(A), initial=0.0))
+    if not (big > 0 and np.isfinite(big)):
+        return []
+    A = np.ldexp(A, -np.frexp(big)[1])
     available = np.ones(A.shape[1], dtype=bool)
     basis: list[np.ndarray] = []
     chosen: list[int] = []
-    for _ in range(min(m, A.shape[1])):
+    while len(chosen) < m and available.any():
         norms = np.where(available, np.sqrt(np.einsum("ij,ij->j", A, A)), -1.0)
         best = norms.max()
         if not best > 0:
             break
         j = int(np.flatnonzero(norms >= (1 - MARGIN) * best)[0])
+        available[j] = False
         q = A[:, j] / norms[j]
         for b in basis:  # once more against the earlier directions: Gram-Schmidt loses orthogonality
             q -= b * (b @ q)
-        q /= np.linalg.norm(q)
+        size = np.linalg.norm(q)
+        if not size > 0:  # in the span of those chosen, to the last bit: no new direction
+            continue
+        q /= size
         A -= np.outer(q, q @ A)
         basis.append(q)
-        available[j] = False
         chosen.append(j)
     return sorted(chosen)
