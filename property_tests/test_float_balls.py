@@ -220,6 +220,14 @@ def test_numbers_absolute_values_and_the_dominant_entry(a, c, top):
         if c != 0:
             _check(a / c, *_times(alo, ahi, np.array(1 / q), np.array(1 / q)), "divided by a float",
                    moderate and abs(c) > 1 / MODERATE, level=None)
+        away = np.vectorize(lambda lo, hi: lo > 0 or hi < 0, otypes=[bool])(alo, ahi)  # c / x: x away from 0
+        got = c / a
+        assert not np.any(fb.finite(got)[~away]), "a number over a ball holding 0 must not be finite"
+        inv = [np.where(away, np.vectorize(lambda v: 1 / v if v else Fraction(1), otypes=[object])(e), Fraction(1))
+               for e in (alo, ahi)]
+        lo, hi = _times(np.array(q), np.array(q), np.minimum(*inv), np.maximum(*inv))
+        _check(fb.Balls(np.where(away, got.m, np.nan), np.where(away, got.r, np.inf)), lo, hi, "a float over a ball",
+               moderate & _away_from_zero(a), level=None)
         _check(fb.namespace().abs(a), np.where(alo * ahi <= 0, Fraction(0), np.minimum(abs(alo), abs(ahi))),
                np.maximum(abs(alo), abs(ahi)), "abs", _moderate(a), level=None)
         mask = np.arange(3) == np.array(top)[:, None]
