@@ -45,16 +45,18 @@ def test_propagated_rounding_covers_the_float64_error(p):
 
 def test_propagated_rounding_is_inf_when_the_amplification_overflows():
     """A network whose layer Jacobians multiply past float64 (200 layers of step 3 grow
-    rounding beyond 1e308; 50 of them give about 2e91) is reported as inf, without a NumPy
-    warning, so the solver can refuse it instead of crashing on a NaN; so is one whose forward
-    pass itself overflows (steps of 1e300)."""
+    rounding beyond 1e308) is reported as inf, without a NumPy warning, so the solver can refuse
+    it instead of crashing on a NaN; so is one whose forward pass itself overflows (steps of
+    1e300).  50 such layers give a finite estimate, but which one depends on the BLAS kernel
+    (2e91 by default, 1.8e52 under OPENBLAS_CORETYPE=Sandybridge on one AVX2 machine: a forward
+    pass this unstable amplifies the kernel's last bits), so only its finiteness and size are held."""
     blocks, X = gaussian_blocks(0, 2), np.random.default_rng(1).normal(size=(2, 3, 2))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         short = propagated_rounding(blocks, [(j % 2, 3.0) for j in range(50)], X)
         long = propagated_rounding(blocks, [(j % 2, 3.0) for j in range(200)], X)
         huge = propagated_rounding(blocks, [(j % 2, 1e300) for j in range(3)], X)
-    assert 1e80 < short < math.inf and long == math.inf and huge == math.inf
+    assert 1e20 < short < math.inf and long == math.inf and huge == math.inf
 
 
 @settings(max_examples=examples(10, "each example evaluates networks at 30-50 digits"))
