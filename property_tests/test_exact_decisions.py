@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from property_tests.conftest import examples
@@ -80,6 +80,8 @@ def _degenerate_bound(kind: str, X: np.ndarray) -> int:
                                           st.sampled_from([-20, -25, -40, -200, -308, -320, -324, -330, -400, -1000,
                                                            -9999]))))
 def test_the_bound_is_degenerate_exactly_when_the_written_blocks_are(seed, d, kind, tiny):
+    # an entry of an equal block plus 1e-400 takes more than the 400 characters a decimal may have
+    assume(not (kind == "equal blocks" and tiny is not None and int(tiny.split("e")[1]) < -380))
     X = np.random.default_rng(seed + 1).normal(size=(2, 2, d))
     blocks, _ = blocks_from(_document(seed, d, kind, tiny))
     got = rank_bound(X, blocks=blocks).value
