@@ -8,11 +8,10 @@ What is checked:
 
 1. Network witness: the solver constructs a network for targets that are the image of the
    inputs under a hidden random network, replayed in float64 and at 40 digits.
-2. Krawczyk certificate (:mod:`verify.verdicts.krawczyk`): all but N n d step sizes fixed at their
-   binary64 values, the map from the free steps to the end point and its Jacobian enclosed in
-   Arb over a box around the refined steps (50 to 400 digits: ball arithmetic through many
-   layers widens radii by the dependency effect); K(B) inside B proves that the box holds
-   exactly one set of step sizes interpolating X -> Y exactly.  A box displaced by three radii
+2. Krawczyk-type certificate (:mod:`verify.verdicts.krawczyk`): all but N n d step sizes fixed at
+   their binary64 values, the map from the free steps to the end point carried as a first-order
+   Taylor model in a Lohner set over a box around the refined steps (in Arb, 30 digits and up);
+   K(B) inside B proves that the box holds a set of step sizes interpolating X -> Y exactly.  A box displaced by three radii
    must be refused (a negative control: the test can fail).
 3. Discretisation (:mod:`verify.model.discretisation`): for a seeded continuous control on the
    inputs rescaled to largest token norm 1/2 (the bound grows like exp(Lip T) with
@@ -67,10 +66,10 @@ def krawczyk_checks(label: str, blocks, layers, X, Y) -> list[Check]:
     """The certificate on the network, and its refusal on a displaced box."""
     cert = certify_network(blocks, layers, X, Y)
     info = {k: cert.get(k) for k in ("radius", "free_layers", "fixed_layers", "digits", "contraction_upper",
-                                     "jacobian_width", "newton_step_upper", "reason")}
+                                     "distance", "newton_step_upper", "reason")}
     out = [check(f"Krawczyk: K(B) inside B, an exact interpolating set of steps in the box [{label}]",
                  cert.get("K_reach_over_radius", np.inf), BELOW_ONE,
-                 r"Krawczyk: $\sup \lvert K(B) - c \rvert < r$ proves one exact zero in the box $B$ (Arb enclosure)",
+                 r"Krawczyk: $\sup \lvert K(B) - c \rvert < r$ proves an exact zero in the box $B$ (Arb enclosure)",
                  quantity=KRAWCZYK_QUANTITY, certified=bool(cert["certified"]), **info)]
     if cert["certified"]:
         wrong = certify_network(blocks, layers, X, Y, free=cert["free_layers"], radius=cert["radius"],

@@ -90,10 +90,16 @@ def _certify(w: witness.Witness, args: argparse.Namespace) -> int:
         print(f"  numbers: {verdict['numbers']}")
         if "existence" in verdict:
             e = verdict["existence"]
-            print(f"  exact solution: durations within {up(e['distance'], 2)} of steps {e['free_steps']} (the rest as "
-                  "written) map the inputs exactly onto the targets (Krawczyk-type test on the validated flow's Taylor "
-                  "model, proved in Arb)" if e["certified"]
-                  else f"  exact solution: not proved ({e['reason']})")
+            if not e["certified"]:
+                print(f"  exact solution: not proved ({e['reason']})")
+            elif w.depth == "continuous":
+                print(f"  exact solution: durations within {up(e['distance'], 2)} of steps {e['free_steps']} (the rest as "
+                      "written) map the inputs exactly onto the targets (Krawczyk-type test on the validated flow's "
+                      "Taylor model, proved in Arb)")
+            else:
+                print(f"  exact solution: step sizes within {up(e['distance'], 2)} of layers {e['free_layers']} (the rest "
+                      "as written) map the inputs exactly onto the targets (Krawczyk-type test on the network's Taylor "
+                      "model in a Lohner set, proved in Arb)")
     return EXIT_OK if verdict["certified"] else EXIT_FAIL
 
 

@@ -1,32 +1,29 @@
-"""Krawczyk certificate: an exact interpolating set of step sizes (networks, :func:`certify_network`)
-or durations (controls, :func:`certify_control`) exists in an explicit box.
+"""Krawczyk-type certificates: exact step sizes (networks, :func:`certify_network`) or durations
+(controls, :func:`certify_control`) that map the inputs exactly onto the targets exist in an
+explicit box.
 
-For a network of L layers (b_l, h_l) that maps X onto Y up to rounding, fix all layers but a
-set S of m = N n d "free" ones (chosen by pivoted QR on the step Jacobian, so that the square
-Jacobian J = d network(X) / d h_S is as well conditioned as the network allows), and let
+Fix all layers (or steps) but a set S of m = N n d "free" ones (chosen by pivoted QR on the
+derivative of the end point with respect to them, :func:`best_columns`, so that the square
+derivative is as well conditioned as the network or control allows), and let
 
-    G(h_S) = network(X; h_S, fixed steps) - Y        (R^m -> R^m).
+    G(h_S) = network(X; h_S, fixed steps) - Y        (R^m -> R^m),
 
-With a centre c (the free steps refined by Newton's method at ``digits`` digits), the box
-B = c + [-r, r]^m and R a floating-point approximation of J(c)^(-1), the Krawczyk operator
+or the flow's end point likewise.  The enclosure carries, step by step, a first-order Taylor
+model of the end point in the free parameters over the whole box B = c + [-r, r]^m:
+G(c + s) in G(c) + A s + E for every s, with A exact (the derivative at the centre, at the
+working precision) and E balls that hold the rounding, the remainders and everything of second
+order in r (:func:`verify.verdicts.enclosure.enclose_flow`,
+:func:`verify.verdicts.enclosure.enclose_network_set`: Lohner sets, which follow the map
+instead of wrapping).  With R a floating-point inverse of A, if
 
-    K(B) = c - R G(c) + (I - R J(B)) (B - c)
+    K = -R (G(c) + E) + (I - R A) [-r, r]^m
 
-is enclosed in Arb ball arithmetic: X, Y, the fixed steps and c are exact binary numbers, every
-operation of the network and of its Jacobian (:func:`verify.model.network.apply` with sensitivities,
-evaluated on balls) is enclosed, and J(B) encloses the Jacobian at every point of B.  If K(B)
-lies in the interior of B, the box contains exactly one h_S with G(h_S) = 0 (Krawczyk 1969;
-Moore's theorem on the Krawczyk operator): the network with those exact step sizes maps X
-exactly onto Y.  Otherwise nothing is claimed.
-
-For a control (:func:`certify_control`) the same test runs on a first-order Taylor model of
-the end point in the free durations, G(s) in G(c) + A (s - c) + E over the whole box, which the
-validated flow carries step by step with A exact and everything of second order in r in the
-balls E; K(B) inside B then proves that exact durations exist in B (Brouwer), without enclosing
-the derivative over B, and so without the variational equations.  The box is centred on free
-durations refined by Newton's method with a high-precision point flow, so that it can be as
-small as the enclosure's own width allows (``distance`` says how far it reaches from the
-durations as written).
+lies in the interior of [-r, r]^m, then s -> s - R G(c + s) maps the box into itself, so it
+has a fixed point (Brouwer), and since |I - R A| < 1 (row sums) R is invertible: G = 0 there.
+At least one exact solution lies in B; uniqueness is not claimed (it would need the derivative
+over B).  Otherwise nothing is claimed.  The box is centred on free steps or durations
+refined by Newton's method at high precision, so that it can be as small as the enclosure's
+own width allows (``distance`` says how far it reaches from those written).
 
 >>> import numpy as np
 >>> from verify.model.blocks import gaussian_blocks
@@ -43,6 +40,7 @@ durations as written).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -51,13 +49,15 @@ import numpy as np
 
 from verify.io.errors import IntegrationError
 from verify.lie.pivoting import select_columns
-from verify.model.backend import namespace, precision, round_up, to_arb, to_mpmath
+from verify.model.backend import midpoints, namespace, precision, round_up, to_arb, to_mpmath
 from verify.model.blocks import Block
 from verify.model.flow import flow
 from verify.model.network import apply, apply_in_namespace
 from verify.verdicts import enclosure
 
-DIGITS = (50, 100, 200, 400)  # tried in turn: see certify_network
+DIGITS = (30, 60, 120, 200)  # tried in turn: see certify_network
+METHOD_NETWORK = ("Krawczyk-type test on the steps: first-order Taylor model of the network in a Lohner set, Arb balls, "
+                  "existence by Brouwer's fixed-point theorem")
 RADIUS_FACTOR = 4  # a control's box: 4 |R G(c)|, so K(B) fits when I - R G'(B) contracts by 3/4; G' widens with r
 CENTRE_SHARE = 1e-8  # of the tolerance, for the remainders of the existence proof's enclosure (verify.verdicts.enclosure.SHARE)
 SECOND_ORDER = 1e-3  # the share of the box the Taylor model's second-order part may take (C r^2 against r)
@@ -103,7 +103,7 @@ def _refine(blocks, layers, X, Y, free, digits):
 
 def certify_network(
     blocks: Sequence[Block],
-    layers: Sequence[tuple[int, float]],
+    layers: Sequence[tuple[int, Any]],
     X: np.ndarray,
     Y: np.ndarray,
     *,
@@ -111,78 +111,99 @@ def certify_network(
     digits: int | None = None,
     radius: float | None = None,
     centre_shift: float = 0.0,
+    deadline: float = math.inf,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Try to prove that the box around the refined free steps holds one exact solution.
+    """Try to prove that exact step sizes near the free ones map X exactly onto Y.
 
-    Ball arithmetic through L layers widens every radius by the dependency (wrapping) effect,
-    measured up to ~1e40 over 40 layers of order-one steps; so unless ``digits`` is given the
-    proof is tried at 50, 100, 200 and 400 digits in turn, and the first success is returned
-    (or the last failure).  ``radius`` defaults to max(1e6 |R G(c)|, 10^(-digits/2)).
+    The network's image is carried layer by layer in a Lohner set with the free steps as
+    parameters (:func:`verify.verdicts.enclosure.enclose_network_set`), which gives the
+    first-order Taylor model G(sigma) in c - Y + A sigma + E over the box of free steps
+    c + [-r, r]^m, as for controls (:func:`certify_control`): K inside the box proves that at
+    least one exact zero lies in it (Brouwer).  Plain balls wrapped through hundreds of layers
+    (a contraction bound of 30 at m = 32, 7.6e44 at m = 64: issue 66).  The free steps are
+    refined by Newton's method at high precision first; the digits go up through DIGITS (from
+    ``digits`` when given) while the test fails and the deadline allows.  ``radius``: the box's
+    (default: RADIUS_FACTOR times the Newton step the enclosure leaves, after a first guess).
     ``centre_shift`` moves the centre of the box by that multiple of the radius along the first
-    free step (used by the tests to show that a wrong box is refused).
+    free step (the tests show that a wrong box is refused).  X and Y may be object arrays of
+    floats and decimal strings (exact in the enclosures); steps likewise.
     """
-    layers = [(int(b), float(h)) for b, h in layers]
-    free = sorted(free_layers(blocks, layers, X) if free is None else (int(i) for i in free))
-    for dps in DIGITS if digits is None else (digits,):
-        cert = _certify(blocks, layers, X, Y, free, dps, radius, centre_shift)
-        if cert["certified"]:
+    float_layers = [(int(b), float(h)) for b, h in layers]
+    if free is None:
+        try:
+            free = free_layers(blocks, float_layers, np.asarray(X, dtype=float))
+        except IntegrationError as exc:
+            return {"certified": False, "reason": f"no float64 Jacobian of the steps: {exc}"}
+    free = sorted(int(i) for i in free)
+    for dps in [D for D in DIGITS if digits is None or D >= digits] or [digits]:
+        cert = _certify(blocks, list(layers), X, Y, free, dps, radius, centre_shift, deadline, progress)
+        if cert["certified"] or time.perf_counter() > deadline or cert["reason"] == SINGULAR:
             break
     return cert
 
 
-def _certify(blocks, layers, X, Y, free, digits, radius, centre_shift) -> dict[str, Any]:
+def _certify(blocks, layers, X, Y, free, digits, radius, centre_shift, deadline, progress) -> dict[str, Any]:
     import flint
 
-    m = X.size
-    base = {"certified": False, "method": "Krawczyk operator in Arb ball arithmetic", "digits": digits,
-            "free_layers": free, "fixed_layers": len(layers) - len(free)}
+    m = np.size(X)
+    base = {"certified": False, "method": METHOD_NETWORK, "digits": digits, "free_layers": free,
+            "fixed_layers": len(layers) - len(free)}
     if len(free) != m:
         return base | {"reason": f"{len(free)} free layers for {m} equations; the Krawczyk test needs a square system"}
-    kinds = [b for b, _ in layers]
+    float_layers = [(b, float(h)) for b, h in layers]
     with precision(digits):
-        steps = _refine(blocks, layers, X, Y, free, digits)
-        if steps is None:
-            return base | {"reason": SINGULAR}
-        Xa, Ya = namespace("arb").asarray(X), namespace("arb").asarray(Y).ravel()
-
-        def network(free_values, sensitivities):
-            values = [flint.arb(h) for _, h in layers]
+        steps = _refine(blocks, float_layers, np.asarray(X, dtype=float), np.asarray(Y, dtype=object), free, digits)
+    if steps is None:
+        return base | {"reason": SINGULAR}
+    with precision(digits):  # the box's centre: the refined steps as decimals, which the enclosures take as written
+        centre = [mpmath.nstr(steps[i], digits + 5, strip_zeros=False) for i in free]
+    r, newton, reach, contraction = (float(radius) if radius is not None else 0.0), math.nan, math.inf, math.inf
+    for attempt in range(1 if radius is not None else 2):
+        with precision(digits):
+            if attempt:  # the guess was too small for the Newton step the enclosure found
+                if not RADIUS_FACTOR * newton > r:
+                    break
+                r = RADIUS_FACTOR * newton
+            elif radius is None:
+                r = 10.0 ** (-digits / 2)
+            c = list(centre)
+            if centre_shift:
+                c[0] = mpmath.nstr(mpmath.mpf(c[0]) + centre_shift * r, digits + 5, strip_zeros=False)
+            written = list(layers)
             for k, i in enumerate(free):
-                values[i] = free_values[k]
-            return apply_in_namespace(blocks, list(zip(kinds, values, strict=True)), Xa, sensitivities)
-
-        def exact(x):  # the midpoint of a ball, as an exact ball
-            return flint.arb(flint.arb(x).mid())
-
-        # the centre: the refined steps rounded to exact binary numbers (any exact centre is valid)
-        c = [exact(str(steps[i])) for i in free]
-        res = network(c, True)
-        J_c = res.d_steps[:, free]
-        mid = np.array([[float(J_c[i, j].mid()) for j in range(m)] for i in range(m)])
+                written[i] = (layers[i][0], c[k])
+        if progress:
+            progress(f"certify: existence, the network over steps within {r:.2g} of refined ones, {digits} digits")
         try:
-            R = np.linalg.inv(mid)
-        except np.linalg.LinAlgError:
-            return base | {"reason": SINGULAR}
-        Ra = flint.arb_mat(R.tolist())
-        RG = Ra * flint.arb_mat([[g] for g in res.end.ravel() - Ya])
-        newton = max(round_up(abs(RG[i, 0]).upper()) for i in range(m))
-        r = max(1e6 * newton, 10.0 ** (-digits / 2)) if radius is None else float(radius)
-        if centre_shift:
-            c[0] = exact(c[0] + centre_shift * r)
-            RG = Ra * flint.arb_mat([[g] for g in network(c, False).end.ravel() - Ya])
-        J_box = network([flint.arb(ck, r) for ck in c], True).d_steps[:, free]
-        reach, contraction = _krawczyk(Ra, RG, flint.arb_mat([[J_box[i, j] for j in range(m)] for i in range(m)]), r)
-        width = max(float(J_box[i, j].rad()) for i in range(m) for j in range(m))
-        centre = [float(x) for x in c]
-    ok = reach < r
+            enc = enclosure.enclose_network(blocks, written, X, digits, free=free, radius=r, deadline=deadline,
+                                            progress=progress)
+        except IntegrationError as exc:
+            return base | {"radius": r, "reason": str(exc)}
+        with precision(digits):
+            try:
+                R = np.linalg.inv(midpoints(enc.slope))
+            except np.linalg.LinAlgError:
+                return base | {"reason": SINGULAR}
+            Ra = flint.arb_mat(R.tolist())
+            G = (enc.centre + enc.rest).ravel() - namespace("arb").asarray(Y).ravel()
+            RG = Ra * flint.arb_mat([[g] for g in G])
+            newton = max(round_up(abs(RG[i, 0]).upper()) for i in range(m))
+            reach, contraction = _krawczyk(Ra, RG, flint.arb_mat(enc.slope.tolist()), r)
+        if reach < r and contraction < 1:
+            break
+    ok = reach < r and contraction < 1
+    with precision(digits):  # an upper bound: Arb holds the decimals
+        far = max(abs(to_arb(x) - to_arb(layers[i][1])) for x, i in zip(c, free, strict=True))
+        far = round_up((far + r).upper())
     return base | {
         "certified": bool(ok),
         "radius": r,
-        "centre": centre,
+        "centre": c,
+        "distance": far,
         "K_reach_over_radius": reach / r,
         "contraction_upper": contraction,
         "newton_step_upper": newton,
-        "jacobian_width": width,
         "reason": "" if ok else "K(B) is not inside the box: the box is wrong or too wide for the enclosures",
     }
 
@@ -332,7 +353,7 @@ def certify_control(
                 enc = enclosure.enclose_flow(blocks, steps, X, digits, tolerance=tolerance, deadline=deadline,
                                              share=share, free=free, radius=r, progress=progress)
                 validated += enc.steps
-                R = np.linalg.inv(enc.slope)
+                R = np.linalg.inv(midpoints(enc.slope))
                 Ra = flint.arb_mat(R.tolist())
                 G = (enc.centre + enc.rest).ravel() - namespace("arb").asarray(Y).ravel()
                 RG = Ra * flint.arb_mat([[g] for g in G])

@@ -154,9 +154,11 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf, e
     steps all have duration (or step) exactly 0, or none, maps the inputs to themselves: it is
     decided exactly, in rationals.
 
-    With ``existence``, a continuous witness that is not refuted also gets ``existence``: the
-    Krawczyk test of :func:`verify.verdicts.krawczyk.certify_control` (exact durations near the free
-    ones map the inputs exactly onto the targets), within the same deadline."""
+    With ``existence``, a witness that is not refuted also gets ``existence``: the Krawczyk-type
+    test of :func:`verify.verdicts.krawczyk.certify_control` (exact durations near the free ones
+    map the inputs exactly onto the targets) or, for a network,
+    :func:`verify.verdicts.krawczyk.certify_network` (exact step sizes), within the same deadline;
+    not attempted where the targets break an invariant."""
     out = _about(w) | {"kind": CERTIFICATE, "numbers": NUMBERS}
     if all(exact(t) == 0 for _, t in w.steps):
         return out | _identity(w)
@@ -192,15 +194,20 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf, e
         if result["verdict"] != "UNDECIDED" or not result["gap_width"] < width / 10:
             break
         width = result["gap_width"]
-    if existence and w.depth == "continuous" and enc is not None and result["verdict"] != "FAIL":
+    if existence and enc is not None and result["verdict"] != "FAIL":
         obstruction = _obstruction(w)
         if obstruction:
             result["existence"] = {"certified": False, "method": "not attempted", "reason": obstruction}
-        else:
+        elif w.depth == "continuous":
             if progress:
                 progress("certify: the Krawczyk test for exact durations")
             result["existence"] = krawczyk.certify_control(blocks, list(w.steps), inputs, w.targets,
                                                            tolerance=w.tolerance, digits=D, deadline=deadline,
+                                                           progress=progress)
+        else:
+            if progress:
+                progress("certify: the Krawczyk test for exact step sizes")
+            result["existence"] = krawczyk.certify_network(blocks, list(w.steps), inputs, w.targets, deadline=deadline,
                                                            progress=progress)
     return result | {"passed": result["certified"]}
 

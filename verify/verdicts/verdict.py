@@ -22,8 +22,9 @@ class Verdict:
     (``kind`` "certificate"); WITHIN, OUTSIDE or UNDECIDED for an estimate (``kind`` "estimate",
     never a proof).  ``passed``: CERTIFIED, or WITHIN for an estimate.  ``error``:
     ``max |image - target|`` of a replay (estimates); ``error_upper``: its Arb upper bound (certificates);
-    ``tolerance``: the witness's.  ``existence``: for a certified control, the Krawczyk proof
-    that exact durations exist (its record), when it was tried.  ``reason`` says why a verdict
+    ``tolerance``: the witness's.  ``existence``: the Krawczyk-type proof that exact durations
+    (a control) or step sizes (a network) exist near those written (its record), when it was
+    tried.  ``reason`` says why a verdict
     is UNDECIDED.  ``record``: everything the check returned."""
 
     verdict: str
