@@ -49,7 +49,7 @@ import numpy as np
 
 from verify.io.errors import IntegrationError
 from verify.lie.pivoting import select_columns
-from verify.model.backend import midpoints, namespace, precision, round_up, to_arb, to_mpmath
+from verify.model.backend import namespace, precision, round_up, to_arb, to_mpmath
 from verify.model.blocks import Block
 from verify.model.flow import flow
 from verify.model.network import apply, apply_in_namespace
@@ -313,11 +313,12 @@ def certify_control(
 
         G(sigma)  in  c - Y + A sigma + E        for every sigma in B = [-r, r]^m,
 
-    A exact floats (the flow's derivative in the free durations, carried step by step), c exact
-    and E balls (the remainders, the rounding and every effect of second order in r).  With R
-    the float64 inverse of A, if K = -R (c - Y + E) + (I - R A) B lies in the interior of B,
-    then sigma -> sigma - R G(sigma) maps B into itself, so it has a fixed point (Brouwer), and
-    since |I - R A| < 1 (row sums) R is invertible: G(sigma) = 0 there.  At least one exact
+    A exact (the flow's derivative in the free durations, carried step by step at the working
+    precision), c exact and E balls (the remainders, the rounding and every effect of second
+    order in r).  With R an approximate inverse of A at the working precision, if
+    K = -R (c - Y + E) + (I - R A) B lies in the interior of B, then sigma -> sigma - R G(sigma)
+    maps B into itself, so it has a fixed point (Brouwer), and since |I - R A| < 1 (row sums) R
+    is invertible: G(sigma) = 0 there. At least one exact
     solution lies in B (uniqueness is not claimed: that would need the derivative over B).
 
     The box is centred on *refined* free durations (:func:`_refined`: simplified Newton with a
@@ -387,12 +388,14 @@ def certify_control(
                 enc = enclosure.enclose_flow(blocks, steps, X, digits, tolerance=tolerance, deadline=deadline,
                                              share=share, free=free, radius=r, progress=progress)
                 validated += enc.steps
-                R = np.linalg.inv(midpoints(enc.slope))
-                Ra = flint.arb_mat(R.tolist())
+                A = flint.arb_mat(enc.slope.tolist())
+                Ra = _approximate_inverse(A)
+                if Ra is None:
+                    raise np.linalg.LinAlgError("the derivative in the free durations is singular at these digits")
                 G = (enc.centre + enc.rest).ravel() - namespace("arb").asarray(Y).ravel()
                 RG = Ra * flint.arb_mat([[g] for g in G])
                 newton = max(round_up(abs(RG[i, 0]).upper()) for i in range(m))
-                reach, contraction = _krawczyk(Ra, RG, flint.arb_mat(enc.slope.tolist()), r)
+                reach, contraction = _krawczyk(Ra, RG, A, r)
                 if reach < r and contraction < 1:
                     break
     except (IntegrationError, np.linalg.LinAlgError) as exc:
