@@ -1,9 +1,13 @@
 """The certificates' reach table of issue 51 (docs/verdicts.md, 2026-12-06), re-runnable.
 
-``python -m property_tests.certificates_table DIR [NAME ...]`` writes the witnesses to DIR
-(never over an existing file) and prints one JSON row per witness: the float64 flow's Taylor
-steps, the certified replay (verdict, seconds, validated steps, width) and the existence proof
-(seconds, radius, distance from the written durations, K reach / r, contraction).  The
+``python -m property_tests.certificates_table DIR [NAME ...] [--scheduler S] [--workers N]
+[--resume]`` writes the witnesses to DIR (never over an existing file) and prints one JSON row
+per witness, in the order named: the float64 flow's Taylor steps, the certified replay
+(verdict, seconds, validated steps, width) and the existence proof (seconds, radius, distance
+from the written durations or steps, K reach / r, contraction).  Each row is a unit of a sweep
+(:mod:`verify.sweep`: a local Dask cluster of one process per core by default), journalled
+to DIR/journal.jsonl as it ends; ``--resume`` takes the rows finished with the same code from
+there (issue 66: the table runs in parallel and survives an interruption).  The
 seeds were stated before the runs: 5101-5104 continuous m = 18, 5111-5113 continuous m = 32, 5121-5124 finite, and the standard T1
 witness (seed 0).  Targets are independent draws; where ``verify interpolate`` finds no
 control for them, the image under a hidden random control (:func:`theorems.instances.hidden_control_targets`);
@@ -90,20 +94,49 @@ def row(path: Path) -> dict:
         e = krawczyk.certify_control(w.blocks_at(), list(w.steps), np.array(w.inputs, dtype=object), w.targets,
                                      tolerance=w.tolerance, deadline=t + EXISTENCE_SECONDS)
     else:
-        e = krawczyk.certify_network(w.blocks_at(), [(b, float(h)) for b, h in w.steps],
-                                     np.asarray(w.inputs, float), np.asarray(w.targets, float))
+        e = krawczyk.certify_network(w.blocks_at(), list(w.steps), np.array(w.inputs, dtype=object), w.targets,
+                                     deadline=t + EXISTENCE_SECONDS)
     return out | {"existence": e["certified"], "existence_s": round(time.perf_counter() - t, 1),
                   "radius": e.get("radius"), "distance": e.get("distance"), "K_reach_over_radius": e.get("K_reach_over_radius"),
                   "contraction_upper": e.get("contraction_upper"), "existence_reason": e.get("reason", "")}
 
 
+def unit(name: str, directory: str) -> dict:
+    """One row as a unit of the sweep: the witness ``name`` made in ``directory`` unless there,
+    then its row."""
+    path = Path(directory) / f"{name}.json"
+    kind = make(name, path) if not path.exists() else "as found in DIR"
+    return row(path) | {"targets": kind}
+
+
 def main(argv: list[str]) -> None:
-    out = Path(argv[0])
+    import argparse
+
+    from verify.sweep.runner import SweepOptions, run
+    from verify.sweep.unit import Unit
+
+    p = argparse.ArgumentParser(prog="python -m property_tests.certificates_table")
+    p.add_argument("directory")
+    p.add_argument("names", nargs="*", default=["t1", *CASES])
+    p.add_argument("--scheduler", default="local")
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--resume", action="store_true")
+    args = p.parse_args(argv)
+    out = Path(args.directory)
     out.mkdir(parents=True, exist_ok=True)
-    for name in argv[1:] or ["t1", *CASES]:
-        path = out / f"{name}.json"
-        kind = make(name, path) if not path.exists() else "as found in DIR"
-        print(json.dumps(row(path) | {"targets": kind}), flush=True)
+    units = [Unit(task=f"{__name__}:unit", params={"name": n, "directory": str(out.resolve())},
+                  weight=UNIT_WEIGHT.get(n, 1.0)) for n in args.names]
+    options = SweepOptions(scheduler=args.scheduler, workers=args.workers, journal=out / "journal.jsonl",
+                           resume=args.resume)
+    sweep = run(units, options, lambda msg: print(f"  {msg}", file=sys.stderr, flush=True))
+    for u, rec in zip(units, sweep.records, strict=True):
+        print(json.dumps(rec.result if rec.status == "done" else {"name": u.params["name"], "error": rec.error}),
+              flush=True)
+
+
+# the rows' measured costs relative to one another (docs/verdicts.md, issue 51), for the time-left estimate only
+UNIT_WEIGHT = {"t1": 1.0, "c18a": 5.0, "c18b": 5.0, "c18c": 20.0, "c18d": 5.0, "c32a": 40.0, "c32b": 40.0,
+               "c32c": 40.0, "f18": 3.0, "f32": 5.0, "f64a": 10.0, "f64b": 10.0}
 
 
 if __name__ == "__main__":
