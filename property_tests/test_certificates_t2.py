@@ -122,11 +122,9 @@ def test_the_network_taylor_model_contains_the_images_of_nearby_steps(seed, caus
     """With free steps in [-rho, rho]: the 50-digit image at steps h + sigma lies in centre +
     slope sigma + rest, for sigma at corners and inside the cube (issue 66: the Lohner set that
     replaces plain balls through hundreds of layers)."""
-    import flint
-    import mpmath
-
-    from verify.model.backend import precision
     from verify.verdicts import enclosure
+
+    from .test_validated_flow import taylor_model_holds
 
     rng = np.random.default_rng(seed)
     blocks = tuple(dataclasses.replace(b, causal=causal) for b in gaussian_blocks(seed, 2))
@@ -134,15 +132,5 @@ def test_the_network_taylor_model_contains_the_images_of_nearby_steps(seed, caus
     layers = [(k % 2, float(rng.uniform(-0.3, 0.3))) for k in range(60)]
     free, rho = [3, 17, 30, 41, 44, 50, 55, 59], 1e-6
     enc = enclosure.enclose_network(blocks, layers, X, free=free, radius=rho)
-    for _ in range(4):
-        sigma = rho * rng.choice([-1.0, 1.0, rng.uniform(-1, 1)], size=len(free))
-        moved = [(b, repr(h)) for b, h in layers]
-        with mpmath.workdps(60):
-            for j, i in enumerate(free):
-                moved[i] = (layers[i][0], mpmath.nstr(mpmath.mpf(layers[i][1]) + mpmath.mpf(float(sigma[j])), 55))
-        exact = apply(blocks, moved, X, dps=50).end.ravel()
-        with precision(50):
-            model = enc.centre.ravel() + np.matmul(enc.slope, np.vectorize(flint.arb, otypes=[object])(sigma)) + \
-                enc.rest.ravel()
-            assert all(b.contains(flint.arb(str(y))) for b, y in zip(model, exact, strict=True))
+    taylor_model_holds(enc, layers, free, rho, rng, lambda moved: apply(blocks, moved, X, dps=50).end, tries=4)
     assert enc.slope.shape == (X.size, len(free)) and enc.width < 1e-3
