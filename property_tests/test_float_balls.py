@@ -319,13 +319,14 @@ def test_up_bounds_every_value_it_promises_also_at_the_edges_of_the_floats(ops):
 
 def test_sums_of_many_underflowing_products_keep_their_eta_terms():
     """The worst case of a dot product among the subnormals, k = 64 terms: every product of the
-    midpoint and of the radius rounds down by eta / 2 (0.5 x 5 eta = 2.5 eta -> 2 eta, ties to
-    even; 0.5 x eta -> 0; 0.75 x 6 eta -> 4 eta), so the radius needs about 2 k eta beyond what
-    was computed: more than :func:`up` adds for k + 6 roundings.  Dropping the explicit
-    2 k eta of sums of products fails here."""
+    midpoint and of the radius rounds down by almost eta / 2 (0.166 x 3 eta = 0.498 eta -> 0,
+    0.083 x 6 eta -> 0), so the computed sums are 0 while the products reach 96 eta; what
+    counts them is the sum's own eta terms (about 11 eta from the row sum of |a.m|) and
+    :func:`up`'s 73 eta for k + 6 roundings: short of 96.  Dropping the explicit 2 k eta of
+    sums of products fails here."""
     k = 64
-    a = fb.Balls(np.full((1, k), 0.5), np.full((1, k), 0.75))
-    b = fb.Balls(np.full((k, 1), 5 * fb.ETA), np.full((k, 1), fb.ETA))
+    a = fb.Balls(np.full((1, k), 0.166), np.full((1, k), 0.083))
+    b = fb.Balls(np.full((k, 1), 3 * fb.ETA), np.full((k, 1), 3 * fb.ETA))
     (alo, ahi), (blo, bhi) = _hull(a), _hull(b)
     t = _times(alo[0], ahi[0], blo[:, 0], bhi[:, 0])
     lo, hi = np.array([[sum(t[0])]], dtype=object), np.array([[sum(t[1])]], dtype=object)

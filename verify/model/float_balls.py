@@ -266,29 +266,33 @@ def matmul(a: Any, b: Any) -> Balls:
     """a @ b over the last two axes (broadcast batches): a dot product of k = a.shape[-1] terms."""
     a, b = lift(a), lift(b)
     k = a.shape[-1]
-    return _summed(np.matmul, a, b, k, k + 6)
+    return _summed(np.matmul, a, b, k, k + 6, lambda x: np.sum(x, axis=-1, keepdims=True))
 
 
-def _summed(reduce: Any, a: Balls, b: Balls, terms: int, ops: int) -> Balls:
+def _summed(reduce: Any, a: Balls, b: Balls, terms: int, ops: int, along: Any) -> Balls:
     """reduce(a, b), a sum of ``terms`` products in any order, as balls: the midpoints reduced,
     with radius
 
-        reduce(|a.m|, b.r) + reduce(a.r, |b.m| + b.r) + 2 terms u reduce(|a.m|, |b.m|) + 2 terms eta,
+        reduce(|a.m|, b.r + 2 k u |b.m|) + reduce(a.r, |b.m| + b.r) + eta along(|a.m|) + 2 k eta,
 
-    at most ``ops`` roundings on any path.  For x, y in the balls each term's |x y - a.m b.m| is
-    at most |a.m| b.r + a.r (|b.m| + b.r); the midpoints' sum rounds by at most gamma_k
-    sum |a.m| |b.m| + k eta / 2 (k = terms).  Every product in the radius is one of inputs, or
-    the rounded reduce(|a.m|, |b.m|) times the constant 2 k u <= 1: its 3 k + 1 products leave
-    (3 k + 1) eta / 2, covered with the midpoint's k eta / 2 by the 2 k eta added and
-    :func:`up`'s.  (Scaling |b.m| by 2 k u *before* the product, as this once did, underflows
-    for a subnormal b.m while a.m b.m is normal: [[1e20]] @ [[3.98e-315]] got radius 6e-323
-    against a rounding of 3e-311.)"""
+    k = terms, ``along(x)`` the sum of x over the reduced index (shaped like the result), at most
+    ``ops`` roundings on any path.  For x, y in the balls each term's |x y - a.m b.m| is at most
+    |a.m| b.r + a.r (|b.m| + b.r); the midpoints' sum rounds by at most gamma_k sum |a.m| |b.m|
+    + k eta / 2 (gamma_k <= 2 k u).  The rounded fl(2 k u |b.m|) is multiplied by |a.m|, which
+    the model of the module docstring forbids unless its absolute error is counted: it is at
+    most eta / 2 (where |b.m| is subnormal it underflows: [[1e20]] @ [[3.98e-315]] got radius
+    6e-323 against a rounding of 3e-311 when nothing counted it), so the exact sum exceeds the
+    computed one by at most eta / 2 sum |a.m| over the reduced index: the term eta along(|a.m|).
+    The other products are of inputs: with the midpoint's they leave 3 k eta / 2, covered by the
+    2 k eta added and :func:`up`'s.  (Three reductions instead, with 2 k u times a separate
+    reduce(|a.m|, |b.m|), made a matrix product 10-28 % slower.)"""
     am, bm = np.abs(a.m), np.abs(b.m)
-    r = reduce(am, bm)
-    r *= 2 * terms * U
-    r += reduce(am, b.r)
+    scaled = bm * (2 * terms * U)
+    scaled += b.r
     bm += b.r
+    r = reduce(am, scaled)
     r += reduce(a.r, bm)
+    r += along(am) * ETA
     r += 2 * terms * ETA
     return Balls(reduce(a.m, b.m), _up(r, ops))
 
@@ -315,7 +319,7 @@ def products(A: Any, B: Any) -> Balls:
     |error| <= gamma_(J+1) sum |A_j| |B_j| + 2 (J + 1) eta."""
     A, B = lift(A), lift(B)
     J = A.shape[0]
-    return _summed(lambda x, y: np.einsum("j...,j...->...", x, y), A, B, J + 1, J + 6)
+    return _summed(lambda x, y: np.einsum("j...,j...->...", x, y), A, B, J + 1, J + 6, lambda x: np.sum(x, axis=0))
 
 
 def on_dominant(a: Any, top: np.ndarray) -> Balls:
