@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 
+import flint
 import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from property_tests.conftest import examples
+from verify.model.backend import precision
 from verify.model.blocks import gaussian_blocks
 from verify.model.discretisation import euler_bound, fitted_order, norm
 from verify.model.flow import flow
 from verify.model.network import apply, control_to_network, rounding_estimate
 from verify.verdicts.krawczyk import certify_network, free_layers
 
+from .containment import taylor_model_holds
 from .strategies import controls
 
 SLACK_FACTOR = 1e4  # stated: bound / error at h = max|tau| / 128 for max token norm 1/2, |tau| <= 1/4
@@ -124,8 +127,6 @@ def test_the_network_taylor_model_contains_the_images_of_nearby_steps(seed, caus
     replaces plain balls through hundreds of layers)."""
     from verify.verdicts import enclosure
 
-    from .test_validated_flow import taylor_model_holds
-
     rng = np.random.default_rng(seed)
     blocks = tuple(dataclasses.replace(b, causal=causal) for b in gaussian_blocks(seed, 2))
     X = rng.normal(size=(2, 2, 2))
@@ -134,3 +135,38 @@ def test_the_network_taylor_model_contains_the_images_of_nearby_steps(seed, caus
     enc = enclosure.enclose_network(blocks, layers, X, free=free, radius=rho)
     taylor_model_holds(enc, layers, free, rho, rng, lambda moved: apply(blocks, moved, X, dps=50).end, tries=4)
     assert enc.slope.shape == (X.size, len(free)) and enc.width < 1e-3
+
+
+@settings(max_examples=examples(2, "Lohner enclosures of 192 layers at m = 32 and 50-digit networks"), deadline=None)
+@given(seed=st.integers(0, 2**16), shape=st.sampled_from([(2, 4, 4), (4, 4, 2)]))
+def test_the_network_enclosures_hold_at_the_paper_sizes(seed, shape):
+    """At m = 32 through 6 m = 192 layers, the size of the networks of the existence table
+    (docs/verdicts.md, issue 66), the plain enclosure and the Lohner set with m free steps, each
+    at the first of the replay's digits D where it is finite, contain the image computed to
+    D + 50 digits (and the images at free steps moved within the radius).  Plain balls wrap
+    through such depths: on seed 0, (4, 4, 2), steps in [-0.5, 0.5], they were not finite at 30
+    and 60 digits and 5e3 wide at 120, where the Lohner set was 2e-7 wide at 30."""
+    from verify.io.errors import IntegrationError
+    from verify.verdicts import enclosure
+    from verify.verdicts.replay import NETWORK_DIGITS
+
+    def first_finite(**kw):
+        for digits in NETWORK_DIGITS:
+            try:
+                return digits, enclosure.enclose_network(blocks, layers, X, digits, **kw)
+            except IntegrationError:
+                continue
+        raise AssertionError(f"no enclosure is finite at {NETWORK_DIGITS[-1]} digits")
+
+    rng = np.random.default_rng(seed)
+    blocks = gaussian_blocks(seed, shape[2])
+    X = rng.normal(size=shape)
+    layers = [(k % 2, float(rng.uniform(-0.3, 0.3))) for k in range(6 * X.size)]
+    digits, plain = first_finite()
+    exact = apply(blocks, layers, X, dps=digits + 50).end.ravel()
+    with precision(digits + 50):
+        assert all(b.contains(flint.arb(str(y))) for b, y in zip(plain.end.ravel(), exact, strict=True))
+    free, rho = sorted(rng.choice(len(layers), size=X.size, replace=False).tolist()), 1e-9
+    digits, enc = first_finite(free=free, radius=rho)
+    taylor_model_holds(enc, layers, free, rho, rng, lambda moved: apply(blocks, moved, X, dps=digits + 50).end,
+                       tries=2, digits=digits + 50)

@@ -28,6 +28,8 @@ from verify.model.taylor import along_polynomial, coefficients, evaluate
 from verify.verdicts import enclosure, remainder
 from verify.verdicts.lohner import LohnerSet, midpoints
 
+from .containment import taylor_model_holds
+
 seeds = st.integers(0, 2**16)
 
 
@@ -190,36 +192,21 @@ def test_the_taylor_model_contains_the_images_of_nearby_durations(seed, causal):
     assert enc.slope.shape == (X.size, len(free))
 
 
-def taylor_model_holds(enc, steps: list, free: list, rho: float, rng: np.random.Generator, image, tries: int = 5) -> None:
-    """The end point at steps (durations or step sizes) moved by sigma in [-rho, rho] on the
-    free ones, ``image(moved)`` at 50 digits, lies in centre + slope sigma + rest, for sigma at
-    corners and inside the cube."""
-    import mpmath
-
-    for _ in range(tries):
-        sigma = rho * rng.choice([-1.0, 1.0, rng.uniform(-1, 1)], size=len(free))
-        moved = [(b, repr(t)) for b, t in steps]
-        with mpmath.workdps(60):
-            for j, i in enumerate(free):
-                moved[i] = (steps[i][0], mpmath.nstr(mpmath.mpf(steps[i][1]) + mpmath.mpf(float(sigma[j])), 55))
-        exact = image(moved).ravel()
-        with precision(50):
-            model = enc.centre.ravel() + np.matmul(enc.slope, np.vectorize(flint.arb, otypes=[object])(sigma)) + \
-                enc.rest.ravel()
-            assert all(b.contains(flint.arb(str(y))) for b, y in zip(model, exact, strict=True))
-
-
 @settings(max_examples=examples(8, "Arb enclosures against 60-100 digits"), deadline=None)
-@given(seed=seeds, causal=st.booleans(), offset=st.sampled_from([0.0, 30.0]))
-def test_the_field_bound_on_the_disc_holds_at_complex_times(seed, causal, offset):
+@given(seed=seeds, causal=st.booleans(), place=st.sampled_from([(0.0, 1.0), (30.0, 1.0), (150.0, 15.0)]))
+def test_the_field_bound_on_the_disc_holds_at_complex_times(seed, causal, place):
     """M of the Cauchy estimate bounds |F(T(t))| on the whole complex circle |t| = rho, T the
     Taylor polynomial: F evaluated at 64 complex times in complex float64 (softmax of complex
     logits).  The step's containment test leaves this unchecked: the remainder's other factors
     have slack enough to hide a missing term (dropping |V a|, the anchor's share of F, passed it
-    at offset 30, where tokens lie far from the origin)."""
+    at offset 30, where tokens lie far from the origin).  At offset 150 (tokens spread by 15)
+    most weights underflow (logits thousands apart): their bound comes from the logits
+    (:func:`verify.verdicts.remainder._log_weights`), which let the disc grow (4- to 9-fold on
+    seeds 3, 5 and 6)."""
+    offset, width = place
     rng = np.random.default_rng(seed)
     block = dataclasses.replace(gaussian_blocks(seed, 2)[0], causal=causal)
-    X = rng.normal(size=(2, 3, 2)) + offset * rng.normal(size=(2, 1, 2)) / np.sqrt(2)
+    X = width * rng.normal(size=(2, 3, 2)) + offset * rng.normal(size=(2, 1, 2)) / np.sqrt(2)
     p, q = remainder.ORDER, remainder.ORDER + remainder.DEFECT_ORDERS
     sc = along_polynomial(block, fb.Balls(X), p, q + 1)
     sb = along_polynomial(block, fb.Balls(X), p, q + 1, U=basis_directions(fb.namespace(), 3, 2), top=sc.dominant)
@@ -227,14 +214,15 @@ def test_the_field_bound_on_the_disc_holds_at_complex_times(seed, causal, offset
     on = np.broadcast_to(np.tril(np.ones((3, 3), bool)) if causal else np.ones((3, 3), bool), (2, 3, 3))
     moves = remainder._logit_moves(block, sc, sb, spread, p)
     values = [remainder._centred(sc["VX"][k], sb["dVX"][k], spread) for k in range(p + 1)]
-    rho = remainder._disc(moves, on, remainder._hi(sb["E"][0]))
-    M = remainder._field_on_disc(sb["E"][0], moves, values, sc.va, on, rho)
+    logits = remainder._log_weights(sb["L"][0], causal)
+    rho = remainder._disc(moves, on, remainder._hi(sb["E"][0]), logits)
+    M = remainder._field_on_disc(sb["E"][0], logits, moves, values, sc.va, on, rho)
     assume(M is not None)
     coeffs = np.array([sc["X"][k].m for k in range(p + 1)])
     for t in rho * np.exp(2j * np.pi * np.arange(64) / 64):
         T = np.tensordot(t ** np.arange(p + 1), coeffs, axes=1)
         L = block.beta * (T @ block.Q.T) @ np.swapaxes(T @ block.K.T, -1, -2)
-        L = np.where(on, L - np.max(L.real, axis=-1, keepdims=True), -np.inf)
+        L = np.where(on, L - np.max(np.where(on, L.real, -np.inf), axis=-1, keepdims=True), -np.inf)  # admissible max
         E = np.where(on, np.exp(L), 0)
         F = (E / np.sum(E, axis=-1, keepdims=True)) @ (T @ block.V.T)
         assert np.all(np.abs(F) <= M * (1 + 1e-9)), (t, np.max(np.abs(F) / M))

@@ -11,7 +11,8 @@ of order p = ORDER of the trajectory through x, the set's centre c, its box X an
    most Delta_ij = sum_k |L_k,ij| rho^k from their values at t = 0 (a polynomial of degree 2p),
    so the real part of every softmax denominator is at least sum_j E_ij Re e^(delta_ij) with
    Re e^delta >= e^(-Delta) cos Delta (Delta < pi/2) or >= -e^Delta, the weights are at most
-   E_ij e^(Delta_ij) / that where it is positive, and M = max over the disc of |F(T_x(t))| is at
+   E_ij e^(Delta_ij) / that where it is positive (E_ij e^Delta taken as e^(l_ij + Delta) from
+   the centred logit l_ij = log E_ij where E_ij underflows), and M = max over the disc of |F(T_x(t))| is at
    most |V a| + sum_j |P_ij| sum_k |V (X_k,j - a)| rho^k, componentwise (a: each sequence's
    anchor, its mean token; the weights sum to 1).  So for |t| <= h < rho,
 
@@ -58,10 +59,10 @@ from typing import Any
 
 import numpy as np
 
-from verify.model.attention import beta_in, jacobian
+from verify.model.attention import beta_in, dominant, jacobian
 from verify.model.backend import namespace
 from verify.model.blocks import Block
-from verify.model.float_balls import ETA, Balls, U, up
+from verify.model.float_balls import ETA, Balls, U, on_dominant, up
 from verify.model.taylor import centred, evaluate
 
 ORDER = 18  # Taylor order p of the validated steps
@@ -90,15 +91,17 @@ def _powers(rho: float, k: int) -> np.ndarray:
     return up(np.cumprod(np.full(k, rho)), k)
 
 
-def _disc(moves: np.ndarray, on: np.ndarray, weights: np.ndarray) -> float:
+def _disc(moves: np.ndarray, on: np.ndarray, weights: np.ndarray, logits: np.ndarray) -> float:
     """The largest rho (to 1e-9 relative, at most 1e6) on which every unmasked logit either moves
     by less than LOGIT_MOVE (sum_k |L_k| rho^k) or keeps its weight E_ij e^(Delta_ij) below
-    FAINT / n (``weights``: upper bounds of E_0): this only chooses the disc; the bound checks
-    what it needs.  A token hardly attended to (E ~ 1e-300) may have a logit that moves at
-    rates of thousands while the field does not notice (c32a, docs/verdicts.md: a disc of 2.5e-4
-    where float64 steps 0.2)."""
+    FAINT / n (``weights``: upper bounds of E_0; ``logits``: of log E_0, :func:`_log_weights`):
+    this only chooses the disc; the bound checks what it needs.  A token hardly attended to
+    (E ~ 1e-300) may have a logit that moves at rates of thousands while the field does not
+    notice (c32a, docs/verdicts.md: a disc of 2.5e-4 where float64 steps 0.2); one whose weight
+    underflows, 1e-2000 say, may move by thousands."""
     powers = np.arange(1, len(moves) + 1)
-    faint = np.log(FAINT / weights.shape[-1]) - np.log(np.maximum(weights, 1e-300))  # Delta allowed by the weight
+    log_weight = np.minimum(np.log(np.maximum(weights, 1e-300)), logits)
+    faint = np.log(FAINT / weights.shape[-1]) - log_weight  # Delta allowed by the weight
     allowed = np.where(on, np.maximum(LOGIT_MOVE, faint), np.inf)
 
     def fits(rho: float) -> bool:
@@ -149,21 +152,36 @@ def _logit_moves(block: Block, sc: Any, sb: Any, spread: np.ndarray, p: int) -> 
     return np.stack(out)
 
 
-def _damping(delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For upper bounds Delta of |delta| (delta complex): lower bounds of Re e^delta (e^(-Delta)
-    cos Delta where Delta < pi/2, else -e^Delta) and upper bounds of |e^delta| <= e^Delta, in Arb."""
+def _log_weights(L: Balls, causal: bool) -> np.ndarray:
+    """Upper bounds of log E_0 (floats) for the weights E_0 = e^(L - L_D) of
+    :func:`verify.model.taylor.along_polynomial` (``L``: its order-0 logits over the box; D each
+    row's dominant logit, the entry E_0 is centred on): the centred logits' upper ends.  A
+    weight that underflows (logits thousands apart, c32a's states at |x| ~ 130) is a ball about
+    0 that says only E_0 <= 5e-324; its logit says E_0 <= e^(-5000)."""
+    centred = on_dominant(L, dominant(L, causal))
+    return np.nextafter(centred.m + centred.r, np.inf)  # the sum rounded to nearest, one ulp up
+
+
+def _damping(delta: np.ndarray, weights: np.ndarray, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For upper bounds Delta of |delta| (delta complex), w of E_0 >= 0 and l of log E_0: lower
+    bounds of Re e^delta (e^(-Delta) cos Delta where Delta < pi/2, else -e^Delta) and upper
+    bounds of |E_0 e^delta|, the smaller of w e^Delta and e^(l + Delta), in Arb (e^Delta
+    overflows a float where E_0 underflows)."""
     import flint
 
-    def pair(v: float) -> tuple[float, float]:
+    def pair(v: float, w: float, lw: float) -> tuple[float, float]:
         D = flint.arb(v)
         low = (-D).exp() * D.cos() if D < flint.arb.pi() / 2 else -D.exp()
-        return float(low.lower()), float(D.exp().upper())
+        high = float((w * D.exp()).upper())
+        if math.isfinite(lw):
+            high = min(high, float((D + lw).exp().upper()))
+        return float(low.lower()), high
 
-    low, high = np.vectorize(pair, otypes=[float, float])(delta) if delta.size else (delta, delta)
+    low, high = np.vectorize(pair, otypes=[float, float])(delta, weights, logits) if delta.size else (delta, delta)
     return np.nextafter(low, -np.inf), np.nextafter(high, np.inf)  # float() of Arb's ends rounds to nearest
 
 
-def _field_on_disc(E0: Balls, moves: np.ndarray, values: list, va: Balls, on: np.ndarray,
+def _field_on_disc(E0: Balls, logits: np.ndarray, moves: np.ndarray, values: list, va: Balls, on: np.ndarray,
                    rho: float) -> np.ndarray | None:
     """Upper bounds M (N, n, d) of |F(T_x(t))| for complex |t| <= rho (module docstring, step 1),
     or None where a softmax denominator may vanish there; ``values``: upper bounds of
@@ -171,17 +189,18 @@ def _field_on_disc(E0: Balls, moves: np.ndarray, values: list, va: Balls, on: np
     V a (F = V a + sum_j P_ij V (x_j - a), :func:`verify.model.taylor._recur`).  Every logit
     moves by at most Delta from t = 0; a weight that stays far from the others may move much
     more than pi/2 and only costs the denominator E_ij e^Delta: the largest useful disc is not
-    limited by the logits of tokens that are hardly attended to."""
+    limited by the logits of tokens that are hardly attended to.  ``logits``: upper bounds of
+    log E_0 (:func:`_log_weights`), which bound E_ij e^Delta where E_0 underflows."""
     n, p = E0.shape[-1], len(values) - 1
     delta = np.where(on, up(np.tensordot(_powers(rho, len(moves)), moves, axes=1), 2 * len(moves) + 2), 0.0)
-    damp, grow = _damping(delta)
+    damp, high = _damping(delta, _hi(E0), logits)  # high >= |E_ij e^delta| >= E_ij (-Re e^delta) where that is > 0
     E0_low = np.maximum(np.nextafter(E0.m - E0.r, -np.inf), 0.0)
     gain = _down(np.sum(E0_low * np.maximum(damp, 0.0), axis=-1, keepdims=True), n + 2)
-    loss = up(np.sum(_hi(E0) * np.maximum(-damp, 0.0), axis=-1, keepdims=True), n + 2)
+    loss = up(np.sum(np.where(damp < 0, high, 0.0), axis=-1, keepdims=True), n + 2)
     low = np.nextafter(gain - loss, -np.inf)  # the denominators' real parts, at least
     if not np.all(low > 0):
         return None
-    weights = up(up(_hi(E0) * grow, 1) / low, 1)  # |P_ij| on the disc (each rounding bounded before the next factor)
+    weights = up(high / low, 1)  # |P_ij| on the disc
     on_disc = up(np.tensordot(np.concatenate([[1.0], _powers(rho, p)]), np.stack(values), axes=1), 3 * p + 4)
     return up(np.matmul(weights, on_disc) + _hi(va), n + 3)
 
@@ -204,9 +223,10 @@ def step_remainder(block: Block, sc: Any, sb: Any, spread: np.ndarray, h: Fracti
     H = float(h) if Fraction(float(h)) == h else float(np.nextafter(float(h), np.inf))  # at least h
     F = np.stack([_centred(sc["F"][k], sb["dF"][k], spread) for k in range(p, q + 1)])
     near = up(np.tensordot(np.concatenate([[1.0], _powers(H, q - p)]), F, axes=1), 3 * (q - p) + 4).reshape(N, -1)
-    g, rho = None, _disc(moves, on, _hi(sb["E"][0]))
+    logits = _log_weights(sb["L"][0], block.causal)
+    g, rho = None, _disc(moves, on, _hi(sb["E"][0]), logits)
     for _ in range(DISCS):
-        M = _field_on_disc(sb["E"][0], moves, values, sc.va, on, rho) if rho > H / MAX_RATIO else None
+        M = _field_on_disc(sb["E"][0], logits, moves, values, sc.va, on, rho) if rho > H / MAX_RATIO else None
         if M is not None:
             rho_low = _down(np.cumprod(np.full(q + 1, rho))[-1], q + 1)
             tail = up(_powers(H, q + 1 - p)[-1] / _down(rho_low * _down(1.0 - up(np.array(H / rho), 1), 1), 1), 2)
