@@ -182,9 +182,6 @@ def _certify(blocks, layers, X, Y, free, digits, radius, centre_shift, deadline,
     """One level of digits of :func:`certify_network`: refine, enclose, test, at most three
     times; R, the inverse to refine with, comes from the level before (float64 at first), and
     the level's own (at its digits) goes to the next."""
-    import flint
-
-    m = np.size(X)
     base = base | {"digits": digits}
     steps = [h for _, h in layers]
     r, newton, reach, contraction = (float(radius) if radius is not None else 0.0), math.nan, math.inf, math.inf
@@ -215,21 +212,15 @@ def _certify(blocks, layers, X, Y, free, digits, radius, centre_shift, deadline,
         except IntegrationError as exc:
             return base | {"radius": r, "reason": str(exc)}, R
         with precision(digits):
-            A = flint.arb_mat(enc.slope.tolist())
-            Ra = _approximate_inverse(A)
-            if Ra is None:
-                return base | {"reason": SINGULAR}, R
-            G = (enc.centre + enc.rest).ravel() - namespace("arb").asarray(Y).ravel()
-            RG = Ra * flint.arb_mat([[g] for g in G])
-            newton = max(round_up(abs(RG[i, 0]).upper()) for i in range(m))
-            reach, contraction = _krawczyk(Ra, RG, A, r)
-            R = Ra
+            tested = _test(enc, Y, r)
+        if tested is None:
+            return base | {"reason": SINGULAR}, R
+        R, newton, reach, contraction = tested
         if reach < r and contraction < 1:
             break
     ok = reach < r and contraction < 1
-    with precision(digits):  # an upper bound: Arb holds the decimals
-        far = max(abs(to_arb(x) - to_arb(layers[i][1])) for x, i in zip(c, free, strict=True))
-        far = round_up((far + r).upper())
+    with precision(digits):
+        far = round_up(_farthest(c, [layers[i][1] for i in free]) + r)
     return base | {
         "certified": bool(ok),
         "radius": r,
@@ -240,6 +231,30 @@ def _certify(blocks, layers, X, Y, free, digits, radius, centre_shift, deadline,
         "newton_step_upper": newton,
         "reason": "" if ok else "K(B) is not inside the box: the box is wrong or too wide for the enclosures",
     }, R
+
+
+def _test(enc: enclosure.Enclosure, Y: Any, r: float) -> tuple[Any, float, float, float] | None:
+    """The Krawczyk-type test of the Taylor model ``centre`` + ``slope`` sigma + ``rest`` of an
+    enclosure against the targets Y over sigma in [-r, r]^m, at the working precision (module
+    docstring): (R, an approximate inverse of the slope; an upper bound of the Newton step
+    |R (G(c) + E)|; K's reach; the contraction bound), or None where the slope is singular there."""
+    import flint
+
+    A = flint.arb_mat(enc.slope.tolist())
+    R = _approximate_inverse(A)
+    if R is None:
+        return None
+    G = (enc.centre + enc.rest).ravel() - namespace("arb").asarray(Y).ravel()
+    RG = R * flint.arb_mat([[g] for g in G])
+    newton = max(round_up(abs(RG[i, 0]).upper()) for i in range(RG.nrows()))
+    return (R, newton, *_krawczyk(R, RG, A, r))
+
+
+def _farthest(centre: Sequence[Any], written: Sequence[Any]) -> float:
+    """A float at or above max_k |centre_k - written_k| (floats or decimal strings, exact in
+    Arb at the working precision): the largest by upper ends, as Python's max over balls that
+    overlap keeps the first and may understate it."""
+    return round_up(max((abs(to_arb(a) - to_arb(b))).upper() for a, b in zip(centre, written, strict=True)))
 
 
 def _krawczyk(R: Any, RG: Any, J: Any, r: float) -> tuple[float, float]:
@@ -337,8 +352,6 @@ def certify_control(
     RADIUS_FACTOR times that.  X and Y may be object arrays of floats and decimal strings
     (exact in the enclosures).
     """
-    import flint
-
     m = X.size
     base = {"certified": False, "method": "Krawczyk-type test on the durations: first-order Taylor model of the "
             "validated flow in Arb balls, existence by Brouwer's fixed-point theorem",
@@ -370,8 +383,8 @@ def certify_control(
     except IntegrationError:  # its message would quote the iterate's durations as if they were the witness's
         return base | {"free_steps": free, "reason": "Newton's refinement of the free durations diverged (an iterate "
                        "left the range the point flow can follow): no exact durations were found near those written"}
-    with precision(digits):  # Arb balls: the reported distance is an upper bound, not a rounding of one
-        distance = max((abs(to_arb(steps[k][1]) - to_arb(written[k][1])) for k in free), key=lambda z: z.upper())
+    with precision(digits):
+        distance = _farthest([steps[k][1] for k in free], [written[k][1] for k in free])
     base |= {"digits": digits}
     guess = RADIUS_FACTOR * (newton + expected)
     validated, newton, r = 0, math.nan, float(radius if radius is not None else guess)
@@ -384,18 +397,14 @@ def certify_control(
                     r = RADIUS_FACTOR * newton
                 if progress:
                     progress(f"certify: existence, the Taylor model over durations within {r:.2g} of refined ones "
-                             f"({float(distance.mid()):.2g} from those written)")
+                             f"({distance:.2g} from those written)")
                 enc = enclosure.enclose_flow(blocks, steps, X, digits, tolerance=tolerance, deadline=deadline,
                                              share=share, free=free, radius=r, progress=progress)
                 validated += enc.steps
-                A = flint.arb_mat(enc.slope.tolist())
-                Ra = _approximate_inverse(A)
-                if Ra is None:
+                tested = _test(enc, Y, r)
+                if tested is None:
                     raise np.linalg.LinAlgError("the derivative in the free durations is singular at these digits")
-                G = (enc.centre + enc.rest).ravel() - namespace("arb").asarray(Y).ravel()
-                RG = Ra * flint.arb_mat([[g] for g in G])
-                newton = max(round_up(abs(RG[i, 0]).upper()) for i in range(m))
-                reach, contraction = _krawczyk(Ra, RG, A, r)
+                _, newton, reach, contraction = tested
                 if reach < r and contraction < 1:
                     break
     except (IntegrationError, np.linalg.LinAlgError) as exc:
@@ -406,7 +415,7 @@ def certify_control(
         "free_steps": free,
         "centre": [steps[k][1] for k in free],
         "radius": r,
-        "distance": round_up((distance + r).upper()),
+        "distance": round_up(distance + r),
         "K_reach_over_radius": reach / r,
         "contraction_upper": contraction,
         "newton_step_upper": newton,
