@@ -22,7 +22,7 @@ from property_tests.conftest import examples
 from verify.model import float_balls as fb
 from verify.model.attention import basis_directions, jacobian
 from verify.model.backend import namespace, precision
-from verify.model.blocks import gaussian_blocks
+from verify.model.blocks import Block, gaussian_blocks
 from verify.model.flow import flow
 from verify.model.taylor import along_polynomial, coefficients, evaluate
 from verify.verdicts import enclosure, remainder
@@ -226,6 +226,37 @@ def test_the_field_bound_on_the_disc_holds_at_complex_times(seed, causal, place)
         E = np.where(on, np.exp(L), 0)
         F = (E / np.sum(E, axis=-1, keepdims=True)) @ (T @ block.V.T)
         assert np.all(np.abs(F) <= M * (1 + 1e-9)), (t, np.max(np.abs(F) / M))
+
+
+def test_the_field_bound_holds_where_weights_underflow_to_zero():
+    """A constructed case: d = 1, Q = K = V = 1, tokens 30 and -20, so each row's other weight is
+    e^(-1500) or e^(-1000), a float ball about exactly 0, while the logits move at rates of
+    thousands.  For every disc up to 0.3 the bound exists (from the logits, e^(l + Delta); a
+    ball about 0 gave e^Delta times 5e-324, infinite, and no bound beyond 0.002) and holds
+    against F at 256 complex times (tight to 4e-14 by the dominant token); from 0.4 on, where
+    the faint weights' bound reaches the dominant ones', there is none."""
+    block = Block(np.array([[1.0]]), np.array([[1.0]]), np.array([[1.0]]), beta=1.0)
+    X = np.array([[[30.0], [-20.0]]])
+    p, q = remainder.ORDER, remainder.ORDER + remainder.DEFECT_ORDERS
+    sc = along_polynomial(block, fb.Balls(X), p, q + 1)
+    sb = along_polynomial(block, fb.Balls(X), p, q + 1, U=basis_directions(fb.namespace(), 2, 1), top=sc.dominant)
+    assert np.all(sb["E"][0].m[..., [0, 1], [1, 0]] == 0)  # the faint weights underflowed
+    spread, on = np.zeros((1, 2)), np.ones((1, 2, 2), bool)
+    moves = remainder._logit_moves(block, sc, sb, spread, p)
+    values = [remainder._centred(sc["VX"][k], sb["dVX"][k], spread) for k in range(p + 1)]
+    logits = remainder._log_weights(sb["L"][0], False)
+    coeffs = np.array([sc["X"][k].m for k in range(p + 1)])
+    for rho in np.linspace(0.05, 0.3, 6):
+        M = remainder._field_on_disc(sb["E"][0], logits, moves, values, sc.va, on, rho)
+        assert M is not None, rho
+        for t in rho * np.exp(2j * np.pi * np.arange(256) / 256):
+            T = np.tensordot(t ** np.arange(p + 1), coeffs, axes=1)
+            L = (T @ block.Q.T) @ np.swapaxes(T @ block.K.T, -1, -2)
+            E = np.exp(L - np.max(L.real, axis=-1, keepdims=True))
+            F = (E / np.sum(E, axis=-1, keepdims=True)) @ (T @ block.V.T)
+            assert np.all(np.abs(F) <= M * (1 + 1e-9)), (rho, t, np.max(np.abs(F) / M))
+    assert all(remainder._field_on_disc(sb["E"][0], logits, moves, values, sc.va, on, rho) is None
+               for rho in (0.4, 0.6, 1.0))
 
 
 @pytest.mark.parametrize("case", ["V0 = 0", "zero inputs", "subnormal V"])
