@@ -92,14 +92,12 @@ def _certify(w: witness.Witness, args: argparse.Namespace) -> int:
             e = verdict["existence"]
             if not e["certified"]:
                 print(f"  exact solution: not proved ({e['reason']})")
-            elif w.depth == "continuous":
-                print(f"  exact solution: durations within {up(e['distance'], 2)} of steps {e['free_steps']} (the rest as "
-                      "written) map the inputs exactly onto the targets (Krawczyk-type test on the validated flow's "
-                      "Taylor model, proved in Arb)")
             else:
-                print(f"  exact solution: step sizes within {up(e['distance'], 2)} of layers {e['free_layers']} (the rest "
-                      "as written) map the inputs exactly onto the targets (Krawczyk-type test on the network's Taylor "
-                      "model in a Lohner set, proved in Arb)")
+                what, where, model = (("durations", f"steps {e['free_steps']}", "the validated flow's Taylor model")
+                                      if w.depth == "continuous" else
+                                      ("step sizes", f"layers {e['free_layers']}", "the network's Taylor model in a Lohner set"))
+                print(f"  exact solution: {what} within {up(e['distance'], 2)} of {where} (the rest as written) map the "
+                      f"inputs exactly onto the targets (Krawczyk-type test on {model}, proved in Arb)")
     return EXIT_OK if verdict["certified"] else EXIT_FAIL
 
 
