@@ -24,7 +24,7 @@ from verify.model.attention import basis_directions, jacobian
 from verify.model.backend import namespace, precision
 from verify.model.blocks import Block, gaussian_blocks
 from verify.model.flow import flow
-from verify.model.taylor import along_polynomial, coefficients, evaluate
+from verify.model.taylor import along_given, along_polynomial, coefficients, evaluate
 from verify.verdicts import enclosure, remainder
 from verify.verdicts.lohner import LohnerSet, midpoints
 
@@ -131,7 +131,7 @@ def test_one_validated_step_contains_the_exact_step(seed, causal, scale, offset)
     sb = along_polynomial(block, fb.Balls(X), p, 2 * p + 1, U=basis_directions(fb.namespace(), 3, 2))
     h = Fraction(0.5)
     for _ in range(60):
-        r, h = remainder.step_remainder(block, sc, sb, np.zeros((2, 6)), h, 1, 1e-12)
+        r, h, _ = remainder.step_remainder(block, sc, sb, np.zeros((2, 6)), h, 1, 1e-12)
         if r is not None:
             break
     assert r is not None and float(h) > 1e-4
@@ -143,22 +143,37 @@ def test_one_validated_step_contains_the_exact_step(seed, causal, scale, offset)
             assert all(b.contains(flint.arb(str(v))) for b, v in zip(ball.ravel(), exact[s].ravel(), strict=True))
 
 
-@settings(max_examples=examples(8, "Arb enclosures against 60-100 digits"), deadline=None)
-@given(seed=seeds, h=st.sampled_from([0.01, 0.1, 0.4]), allowed=st.sampled_from([1e-30, 1e-20, 1e-12]))
-def test_the_centre_series_contains_the_exact_coefficients(seed, h, allowed):
-    """The centre's Taylor coefficients, in Arb to the order the step needs and in float64 balls
-    above it, contain the 60-digit coefficients at the centre (an Arb point at 30 digits, which
-    no float64 holds)."""
+@settings(max_examples=examples(6, "Arb enclosures against 60-100 digits"), deadline=None)
+@given(seed=seeds, offset=st.sampled_from([0.0, 30.0, 150.0]), spread=st.sampled_from([0.0, 1e-12, 1e-6]))
+def test_the_step_polynomial_and_its_defects_contain_the_exact_ones(seed, offset, spread):
+    """One validated step's polynomial T(t, x) = T(t) + U(t) (x - c) (``enclosure._polynomial``):
+    T_0 is the centre c exactly (an Arb point at 30 digits, which no float holds), the defect's
+    balls D_k below order p contain F_k(T) - (k + 1) T_(k+1) at 60 digits, and the float-ball
+    series along T over the set (with U as tangents) contain the 60-digit F_k and dF_k along
+    T(t, x) at points x of the set.  ``offset`` moves each sequence's tokens far from 0 (c32a's
+    states reach |x| ~ 190)."""
     rng = np.random.default_rng(seed)
     block = gaussian_blocks(seed, 2)[0]
+    p, q = remainder.ORDER, remainder.ORDER + 4
+    X = rng.normal(size=(2, 3, 2)) + offset * rng.normal(size=(2, 1, 2)) / np.sqrt(2)
+    s = np.full((2, 6), spread)
     with precision(30):
-        c = midpoints(np.vectorize(lambda v: flint.arb(v) / 3, otypes=[object])(rng.normal(size=(2, 3, 2))))  # not floats
-        sc = along_polynomial(enclosure._in_float_balls(block.in_arb()), fb.from_arb(c), remainder.ORDER,
-                              remainder.ORDER + 1)
-        got = enclosure._centre_series(block.in_arb(), c, sc, h, allowed)
+        c = midpoints(np.vectorize(lambda v: flint.arb(v) / 3, otypes=[object])(3 * X))  # not floats
+        poly = enclosure._polynomial(block.in_arb(), block, c, fb.from_arb(c), s, basis_directions(fb.namespace(), 3, 2))
+        fast = enclosure._in_float_balls(block.in_arb())
+        sb = along_given(fast, poly.on_set, q, poly.tangents)
+    assert all(a.is_exact() and a == b for a, b in zip(poly.exact[0].ravel(), c.ravel(), strict=True))
     with precision(60):
-        exact = coefficients(block, c, remainder.ORDER)[0]
-        assert all(g.contains(e) for G, E in zip(got, exact, strict=True) for g, e in zip(G.ravel(), E.ravel(), strict=True))
+        at_c = along_given(block.in_arb(), poly.exact, q)
+        for k in range(p):
+            assert _contains(poly.defects[k], at_c["F"][k] - (k + 1) * poly.exact[k + 1])
+        x = c + np.vectorize(lambda v: flint.arb(v), otypes=[object])(rng.uniform(-1, 1, size=X.shape) * spread)
+        moved = (x - c).reshape(2, 6)
+        T = [Tk + np.einsum("isj,si->sj", Uk.reshape(6, 2, 6), moved).reshape(X.shape)
+             for Tk, Uk in zip(poly.exact, poly.exact_tangents, strict=True)]
+        at_x = along_given(block.in_arb(), T, q, poly.exact_tangents)
+        for k in range(q):
+            assert _contains(sb["F"][k], at_x["F"][k]) and _contains(sb["dF"][k], at_x["dF"][k])
 
 
 @pytest.mark.slow

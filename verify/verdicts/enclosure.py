@@ -81,9 +81,9 @@ from verify.model.blocks import Block
 from verify.model.float_balls import Balls, from_arb, up
 from verify.model.flow import lognorms, refuse, step_size
 from verify.model.network import apply_in_namespace
-from verify.model.taylor import along_polynomial, coefficients, evaluate
-from verify.verdicts.lohner import LohnerSet
-from verify.verdicts.remainder import DEFECT_ORDERS, ORDER, shorter, step_remainder
+from verify.model.taylor import along_given, coefficients, evaluate, with_defects
+from verify.verdicts.lohner import LohnerSet, exact
+from verify.verdicts.remainder import DEFECT_ORDERS, ORDER, _centred, _hi, shorter, step_remainder
 
 DIGITS = 30  # Arb's working precision: the widths come from the remainders, not from the digits
 INFLATIONS = 6  # tries at an a-priori box (a duration's decimal rest, a free duration's extra time)
@@ -250,6 +250,7 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
         held = LohnerSet.around(xp.reshape(X0, (N, n * d)), len(column), radius)
         fb = namespace("fball")
         fast = [_in_float_balls(blk) for blk in balls]  # the same enclosed entries, as float64 balls
+        guides = [dataclasses.replace(f, Q=f.Q.m, K=f.K.m, V=f.V.m, beta=float(f.beta.m)) for f in fast]  # their midpoints
         directions = basis_directions(fb, n, d)
         for k, (b, tau) in enumerate(control):
             exact = _arb(tau)
@@ -260,14 +261,16 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
             while left > 0:
                 c = xp.reshape(held.centre, (N, n, d))
                 box, centre = from_arb(xp.reshape(held.box(), (N, n, d))), from_arb(c)
-                spread = up(np.abs(box.m - centre.m) + box.r, 2)  # |x - c| on the set
-                # the box about c that holds the set: c itself may lie outside the set's box (c rounds
-                # the last centre), and the mean-value forms need every segment from c to the set
-                region = Balls(centre.m, spread)
-                spread = spread.reshape(N, n * d)
-                sc = along_polynomial(fast[b], centre, ORDER, ORDER + DEFECT_ORDERS + 1)
-                sb = along_polynomial(fast[b], region, ORDER, ORDER + DEFECT_ORDERS + 1, U=directions,
-                                      top=sc.dominant)  # centred alike, as the mean-value forms combine them
+                # |x - c| on the set, about c itself (c may lie outside the set's box: it rounds the last centre)
+                spread = up(np.abs(box.m - centre.m) + box.r + centre.r, 3).reshape(N, n * d)
+                polynomial = _polynomial(balls[b], guides[b], c, centre, spread, directions)
+                sc = along_given(fast[b], polynomial.at_centre, ORDER + DEFECT_ORDERS + 1)
+                sb = along_given(fast[b], polynomial.on_set, ORDER + DEFECT_ORDERS + 1, polynomial.tangents,
+                                 top=sc.dominant)  # centred alike, as the mean-value forms combine them
+                zero = Balls(np.zeros((N, n, d)))
+                low = (np.stack([_hi(D) for D in polynomial.defects]).reshape(ORDER, N, n * d),
+                       np.stack([_centred(zero, sb["dF"][k] - (k + 1) * polynomial.tangents[k + 1], spread)
+                                 for k in range(ORDER)]).reshape(ORDER, N, n * d))
                 logs = lognorms([sc["X"][k].m for k in range(ORDER + 1)])  # the centre's coefficients guide the step
                 rule = float(step_size(logs, ORDER, math.log(RULE_EPS) + max(0.0, logs[0])))
                 # no limit (the centre's coefficients all vanish: V = 0, tokens at 0, or underflow): the whole
@@ -277,22 +280,18 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                 floor = 10.0 ** (REMAINDER_DIGITS - digits) * max(1.0, float(np.max(np.abs(centre.m))))
                 while True:
                     allowed = max(floor, rates[k] * float(h))
-                    remainder, h = step_remainder(fast[b], sc, sb, spread, h, sign, allowed)
+                    remainder, h, counted = step_remainder(fast[b], sc, sb, spread, h, sign, allowed, low)
                     if remainder is not None:
-                        DT = evaluate([sb["dX"][k] for k in range(ORDER + 1)], from_arb(_signed(h, sign)))  # D T over X
-                        if np.all(np.isfinite(DT.m) & np.isfinite(DT.r)):
-                            break
-                        remainder, h = None, shorter(h, 0.5)
+                        break
                     if h < 1e-12 * max(1.0, abs(f)):
                         raise IntegrationError(f"no validated step for block {b} (duration {f:g}) "
                                                f"after {count} validated steps; {TOO_WIDE}")
                 t = _signed(h, sign)
-                J = columns_to_jacobians(fb, DT).in_arb()
+                J = columns_to_jacobians(xp, evaluate(polynomial.exact_tangents, t))  # x(h) in T(h) + J (x - c) + [-r, r]
                 rests = np.array([flint.arb(0, r) for r in remainder], dtype=object)[:, None]
-                z = xp.reshape(evaluate(_centre_series(balls[b], c, sc, float(h), TAIL_SHARE * allowed), t), (N, n * d)) + rests
-                held = held.image(z, J)
+                held = held.image(xp.reshape(evaluate(polynomial.exact, t), (N, n * d)) + rests, J)
                 # r falls like h^(p+1): the next step is 0.9 of the length that meets its allowance, at most twice this one
-                grow = float(h) * min(2.0, 0.9 * (allowed / max(float(np.max(remainder)), 1e-300)) ** (1 / (ORDER + 1)))
+                grow = float(h) * min(2.0, 0.9 * (allowed / max(counted, 1e-300)) ** (1 / (ORDER + 1)))
                 left, count = left - h, count + 1
                 if progress and time.perf_counter() - told > PROGRESS_SECONDS:
                     told = time.perf_counter()
@@ -317,19 +316,38 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                          slope=held.slope.reshape(N * n * d, -1), rest=xp.reshape(held.rest(), (N, n, d)))
 
 
-def _centre_series(block: Block, c: np.ndarray, sc: Any, h: float, allowed: float) -> list:
-    """The Taylor coefficients X_0..X_p of the trajectory through the centre c (Arb balls), for a
-    step of length h: in Arb up to the order K beyond which the float64 balls of ``sc`` (which
-    hold the series of every point of c's float64 enclosure, so of c) add at most ``allowed`` to
-    the step's width, sum_(k>K) rad(X_k) h^k.  The Arb recurrences cost O(K^2); their high orders,
-    far below the set's width, were a sixth of a validated step (c18c, docs/verdicts.md)."""
-    added, K = 0.0, ORDER
-    while K > 1:
-        added += float(np.max(sc["X"][K].r)) * h ** K
-        if not added <= allowed:
-            break
-        K -= 1
-    return coefficients(block, c, K)[0] + [sc["X"][k].in_arb() for k in range(K + 1, ORDER + 1)]
+@dataclass(frozen=True)
+class _Polynomial:
+    """T(t, x) = T(t) + U(t) (x - c), one validated step's polynomial over the set: ``exact``
+    T_0..T_p (Arb, exact; T_0 = c) and ``exact_tangents`` U_0..U_p (Arb, exact floats, (n d, N,
+    n, d): U_0 the unit directions), ``defects`` D_0..D_(p-1) of T at c (float balls),
+    ``at_centre`` T_k as float balls, ``on_set`` T_k + U_k (x - c) over the set and ``tangents``
+    U_k (float balls)."""
+
+    exact: list
+    exact_tangents: list
+    defects: list
+    at_centre: list
+    on_set: list
+    tangents: list
+
+
+def _polynomial(block: Block, guide: Block, c: np.ndarray, centre: Balls, spread: np.ndarray,
+                directions: Balls) -> _Polynomial:
+    """The step's polynomial (:class:`_Polynomial`): T from the centre c by
+    :func:`verify.model.taylor.with_defects` in Arb (``block``: the entries as written), U the
+    float64 tangent series at c's float (``guide``: any U will do, as T(t, x)'s defect is
+    bounded whatever it is), and T_k + U_k (x - c) for |x - c| <= ``spread`` (N, n d)."""
+    N, n, d = centre.shape
+    T, D = with_defects(block, c, ORDER)
+    _, tangents = coefficients(guide, centre.m, ORDER, U=directions.m)
+    at_centre = [from_arb(Tk) for Tk in T]
+    on_set = []
+    for Tk, Uk in zip(at_centre, tangents, strict=True):
+        moved = up(np.einsum("isj,si->sj", np.abs(Uk).reshape(n * d, N, -1), spread), n * d + 2).reshape(N, n, d)
+        on_set.append(Balls(Tk.m, up(Tk.r + moved, 1)))
+    return _Polynomial(exact=T, exact_tangents=[exact(Uk) for Uk in tangents], defects=[from_arb(Dk) for Dk in D],
+                       at_centre=at_centre, on_set=on_set, tangents=[Balls(Uk) for Uk in tangents])
 
 
 def _in_float_balls(block: Block) -> Block:

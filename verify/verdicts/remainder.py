@@ -46,7 +46,7 @@ the series come from :func:`verify.model.taylor.along_polynomial` in float64 bal
 >>> q = ORDER + DEFECT_ORDERS + 1
 >>> sc = along_polynomial(b, X, ORDER, q)
 >>> sb = along_polynomial(b, X, ORDER, q, U=basis_directions(balls(), 2, 2), top=sc.dominant)
->>> r, h = step_remainder(b, sc, sb, np.zeros((1, 4)), Fraction(1, 4), 1, 1e-14)  # |x(1/4) - T_x(1/4)| <= r
+>>> r, h, _ = step_remainder(b, sc, sb, np.zeros((1, 4)), Fraction(1, 4), 1, 1e-14)  # |x(1/4) - T_x(1/4)| <= r
 >>> h, bool(0 < r[0] <= 1e-14)
 (Fraction(1, 4), True)
 """
@@ -71,7 +71,9 @@ LOGIT_MOVE = 1.2  # the first disc tried: no logit moves by more than this (< pi
 FAINT = 0.1  # ... unless its weight stays below FAINT / n: such weights cost the denominators at most FAINT
 DISCS = 9  # discs tried, each sqrt 2 wider, while the remainder's bound improves
 MAX_RATIO = 0.8  # h / rho: the tail of Cauchy's estimate is a geometric series in h / rho
-PIECES = 8  # the tube around T_x(t), t in [0, h], is enclosed piece by piece
+PIECES = 8  # the tube around T_x(t), t in [0, h], is enclosed piece by piece ...
+MAX_PIECES = 512  # ... in 4 times as many while L h > STIFF: F's Jacobian over a wide piece wraps
+STIFF = 1.0  # L h at which finer pieces are tried (e^(L h) multiplies the remainder)
 TUBE = 1e-8  # the tube's radius around the Taylor polynomial, relative to max(1, |x|): the remainders are far below
 
 
@@ -206,14 +208,24 @@ def _field_on_disc(E0: Balls, logits: np.ndarray, moves: np.ndarray, values: lis
 
 
 def step_remainder(block: Block, sc: Any, sb: Any, spread: np.ndarray, h: Fraction, sign: int,
-                   eps: float) -> tuple[Any, Fraction]:
+                   eps: float, low: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Any, Fraction, float]:
     """The remainder of one validated Taylor step of length h (an exact binary rational: the
     steps must add up to the duration exactly) for every x in the set (module docstring), from
     the series ``sc`` of :func:`verify.model.taylor.along_polynomial` at its centre and ``sb``
     over its box with tangents (float balls, :mod:`verify.model.float_balls`) and the set's
-    ``spread`` about the centre: (r, an upper bound per sequence (N,), h), or (None, a shorter h
-    to try) where r exceeds ``eps`` or no disc gives a bound.  The disc is the best of DISCS
-    radii from :func:`_disc`'s, growing by sqrt 2, while the bound improves."""
+    ``spread`` about the centre: (r, an upper bound per sequence (N,), h, the largest part of r
+    that counts against ``eps``), or (None, a shorter h to try, inf) where that part exceeds
+    ``eps`` or no disc gives a bound.  The disc is the best of DISCS
+    radii from :func:`_disc`'s, growing by sqrt 2, while the bound improves.
+
+    ``low``: where T is a given polynomial (:func:`verify.model.taylor.along_given`) rather than
+    each state's own Taylor polynomial, whose defect starts at order p, upper bounds of its
+    coefficients |D_k| below order p over the set, (p, N, n d) twice: at the centre, and what
+    the set's spread adds (the mean-value form's second term).  They add
+    sum_(k<p) |D_k| h^(k+1) / (k + 1) to the integral of |D| that Gronwall's bound multiplies;
+    only the centre's part counts against ``eps``: the spread's is second order in the set's
+    width (and a tangent's rounding times it), the part a Jacobian's width over the set adds
+    to a Lohner step, which no shorter step removes."""
     p, q = ORDER, ORDER + DEFECT_ORDERS
     box = sb["X"][0]
     N, n, d = box.shape
@@ -236,28 +248,42 @@ def step_remainder(block: Block, sc: Any, sb: Any, spread: np.ndarray, h: Fracti
             g = candidate
         rho *= math.sqrt(2)
     if g is None:
-        return None, shorter(h, 0.5)
+        return None, shorter(h, 0.5), math.inf
     cap = TUBE * max(1.0, float(np.max(_hi(box))))
-    J = jacobian(block, _tube(sb, p, sign, H, cap).reshape(PIECES * N, n, d))
-    L = np.max(up(np.sum(_hi(J), axis=2), n * d + 2).reshape(PIECES, N, -1), axis=(0, 2))  # per sequence: |DF|'s rows
-    r = up(up(g * _powers(H, p + 1)[-1], 1) * _exp_up(up(L * H, 1)) / (p + 1), 2)
-    if not (np.all(np.isfinite(r)) and np.all(r < cap)):
-        return None, shorter(h, 0.5)
+    pieces = PIECES
+    while True:  # at |x| ~ 190 pieces of width 0.08 gave L ~ 1e4 where |DF| ~ 9 (c32a, docs/verdicts.md)
+        J = jacobian(block, _tube(sb, p, sign, H, cap, pieces).reshape(pieces * N, n, d))
+        L = np.max(up(np.sum(_hi(J), axis=2), n * d + 2).reshape(pieces, N, -1), axis=(0, 2))  # per sequence: |DF|'s rows
+        if np.max(L) * H <= STIFF or pieces >= MAX_PIECES:  # NaN too: a piece so wide that its weights overflow
+            break
+        pieces *= 4
+    growth = _exp_up(up(L * H, 1))
+    integral = up(g * _powers(H, p + 1)[-1], 1) / (p + 1)  # of |D(t)| <= g |t|^p over [0, h]
+    spreads = np.zeros(N)
+    if low is not None:  # and of the defect's lower orders, per component
+        weights = up(_powers(H, p) / np.arange(1, p + 1), 1)  # H^(k+1) / (k + 1), k < p
+        at_centre, spread_part = (up(np.tensordot(weights, part, axes=1), p + 2) for part in low)
+        integral = np.max(up(at_centre + up(integral, 1)[:, None], 2), axis=1)
+        spreads = up(up(np.max(spread_part, axis=1), 1) * growth, 2)
+    r = up(up(integral, 1) * growth, 2)
+    total = up(r + spreads, 1)
+    if not (np.all(np.isfinite(total)) and np.all(total < cap)):
+        return None, shorter(h, 0.5), math.inf
     worst = float(np.max(r))
     if worst > eps:  # r falls like h^(p+1): shrink to meet eps (by 0.78 where r is 20 eps, not by half)
-        return None, shorter(h, max(1 / 16, min(0.9, 0.9 * (eps / worst) ** (1 / (p + 1)))))
-    return r, h
+        return None, shorter(h, max(1 / 16, min(0.9, 0.9 * (eps / worst) ** (1 / (p + 1))))), worst
+    return total, h, worst
 
 
-def _tube(sb: Any, p: int, sign: int, H: float, cap: float) -> Balls:
-    """Balls (PIECES, N, n, d) holding T_x(t) + [-cap, cap] for every x in the box and every t
-    between 0 and sign H: on each of PIECES equal pieces of [0, H], T_x(t_m) at its midpoint
-    plus [-H / 2 PIECES, H / 2 PIECES] T_x'(piece) (the mean-value form in t; the polynomial
+def _tube(sb: Any, p: int, sign: int, H: float, cap: float, pieces: int) -> Balls:
+    """Balls (pieces, N, n, d) holding T_x(t) + [-cap, cap] for every x in the box and every t
+    between 0 and sign H: on each of ``pieces`` equal pieces of [0, H], T_x(t_m) at its midpoint
+    plus [-H / 2 pieces, H / 2 pieces] T_x'(piece) (the mean-value form in t; the polynomial
     evaluated on all of [0, H] at once adds up |X_k| H^k, which for a series of small radius
     of convergence is far wider than the states, and a wide tube makes F's Lipschitz bound
     and e^(L h) huge)."""
-    half = H / (2 * PIECES)  # exact: H / 2^k
-    mids = Balls((sign * (2 * np.arange(PIECES) + 1) * half).reshape(PIECES, 1, 1, 1))
+    half = H / (2 * pieces)  # exact: H / 2^k
+    mids = Balls((sign * (2 * np.arange(pieces) + 1) * half).reshape(pieces, 1, 1, 1))
     piece = Balls(mids.m, np.full(mids.shape, half))
     X = [sb["X"][k] for k in range(p + 1)]
     slope = evaluate([(k + 1) * X[k + 1] for k in range(p)], piece)
