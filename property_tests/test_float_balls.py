@@ -261,7 +261,8 @@ def test_exact_numbers_no_float_holds_are_enclosed(num, den, a):
 @given(a=balls((4,)))
 @example(a=fb.Balls(np.array([-800.0, -1e308, 709.0, 0.0]), np.array([1.0, 0.0, 1.0, fb.ETA])))
 @example(a=fb.Balls(np.array([-745.2, -745.13, 709.78, 709.79]), np.array([0.0, 0.0, 0.0, 0.0])))  # the range's ends
-@example(a=fb.Balls(np.array([1.5 * np.log(2), -0.5 * np.log(2), -1e308, -740.0]), np.array([1.0, 1.0000000000000002, 1e308, 0.0])))
+@example(a=fb.Balls(np.array([1.5 * np.log(2), -0.5 * np.log(2), -1e308, -740.0]),
+                    np.array([1.0, 1.0000000000000002, 1e308, 0.0])))
 @example(a=fb.Balls(np.array([-1022.5 * np.log(2), 1023.5 * np.log(2), 3e-320, -1e-300]), np.array([1e-12, 0.0, 5e-324, 2.0])))
 def test_exp_contains_the_exact_range(a):
     """e^x over the ball, against Arb at 4000 bits; the examples sit at the ends of the range

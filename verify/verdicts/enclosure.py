@@ -7,29 +7,29 @@ entries and beta as :meth:`verify.model.blocks.Block.in_arb` holds them).
 
 **Networks.** X_l = X_(l-1) + h_l F_(b_l)(X_(l-1)) evaluated directly on balls.
 
-**Flows.** A validated Taylor method, one step [0, h] at a time, on a set of states held in
+**Flows.**  A validated Taylor method, one step [0, h] at a time, on a set of states held in
 Lohner's representation (:mod:`verify.verdicts.lohner`: x in c + A sigma + B r, which follows
-the flow instead of wrapping).  With c the set's centre (exact), X a box about c that holds
-the set, |x - c| <= s componentwise, and p = ORDER:
+the flow instead of wrapping).  With c the set's centre (exact), |x - c| <= s componentwise on
+the set, and p = ORDER:
 
-1. *The Taylor polynomial* T_x(t) = sum_(k<=p) X_k(x) t^k of the trajectory through each x in
-   X (the recurrences of :mod:`verify.model.taylor`).
-2. *Its defect* D(t) = F(T_x(t)) - T_x'(t), of order t^p, bounded by its coefficients to
-   order p + DEFECT_ORDERS and Cauchy's estimate on a complex disc beyond them, and
-3. *the remainder* |x(t) - T_x(t)| <= r by a Gronwall argument in a thin tube around T_x
-   (both in :mod:`verify.verdicts.remainder`, whose steps are about as long as the float64
-   flow's: an a-priori box with interval coefficients of order p + 1, about 1e20 times too
-   wide at order 21, kept them near 0.01).
-4. *Every bound in mean-value form*: |F_k|, |L_k| and |V X_k| over the set are their values
-   at c plus sum_i |d/dx_i| s_i with the derivatives over X (evaluated on X
-   directly, the recurrences widen X by about 10 per order), and the step is
-   x(h) in T_c(h) + J (x - c) + [-r, r] with J = DT over X (Lohner 1987), whose Lohner image
-   is the next set.
+1. *One polynomial for the whole set*, T(t, x) = T(t) + U(t) (x - c), with exact
+   coefficients: T from c by the Taylor recurrences in Arb, each order's ball replaced by its
+   midpoint (:func:`verify.model.taylor.with_defects`), U the float64 tangent series at c
+   (U_0 = I).  Its coefficients are numbers, not balls: a ball recurrence feeds each order's
+   radius into the next through logits, weights and field, which grew the radii by about 500
+   per order at |x| ~ 190 while the coefficients grew by 6 (c32a, docs/verdicts.md).
+2. *Its defect* D(t, x) = F(T(t, x)) - d/dt T(t, x), bounded at every order: below p by the
+   balls the Arb recurrence dropped (at c) plus the tangent series' defect times s; from p to
+   q = p + DEFECT_ORDERS by the field's series along T over the set
+   (:func:`verify.model.taylor.along_given`, float64 balls, mean-value form: the value at c
+   plus the derivatives over the set times s); beyond q by Cauchy's estimate on a complex disc.
+3. *The remainder* |x(t) - T(t, x)| <= r by a Gronwall argument in a thin tube around T
+   (:mod:`verify.verdicts.remainder`; e(0) = 0 as T(0, x) = x exactly), so that
+   x(h) in T(h) + U(h) (x - c) + [-r, r] for every x in the set, with T(h) and U(h) evaluated
+   in Arb: the Lohner image of the set under z + J (x - c) with J = U(h) exact.
 
-The heavy parts (the recurrences with n d tangents over X, the bounds of steps 2 and 3) run in
-float64 balls (:mod:`verify.model.float_balls`: rigorous, NumPy's speed, float64's width); the
-centre's Taylor step T_c(h) and the Lohner set run in Arb at ``digits`` (T_c's high orders,
-whose float64 balls add less than TAIL_SHARE of the step's allowance, from those balls).
+The series over the set run in float64 balls (:mod:`verify.model.float_balls`: rigorous,
+NumPy's speed, float64's width); T, its low defects and the Lohner set run in Arb at ``digits``.
 
 Step lengths: the float64 rule proposes at most; after a step the next aims at 0.9^19 of its
 allowance as the last remainder predicts it (r falls like h^19; at most twice as long); a
@@ -83,7 +83,7 @@ from verify.model.flow import lognorms, refuse, step_size
 from verify.model.network import apply_in_namespace
 from verify.model.taylor import along_given, coefficients, evaluate, with_defects
 from verify.verdicts.lohner import LohnerSet, exact
-from verify.verdicts.remainder import DEFECT_ORDERS, ORDER, _centred, _hi, shorter, step_remainder
+from verify.verdicts.remainder import DEFECT_ORDERS, ORDER, lower_orders, step_remainder
 
 DIGITS = 30  # Arb's working precision: the widths come from the remainders, not from the digits
 INFLATIONS = 6  # tries at an a-priori box (a duration's decimal rest, a free duration's extra time)
@@ -93,7 +93,6 @@ TOO_WIDE = "the balls are too wide"  # the one failure that more digits can cure
 PROGRESS_SECONDS = 8.0  # between progress lines of a long enclosure (a step more stays under 10 s)
 RULE_EPS = 1e-16  # the float64 step rule's relative tolerance (as the float64 flow's): it proposes, the remainder decides
 SHARE = 1e-3  # of the tolerance, for all the remainders together (before the flow amplifies them)
-TAIL_SHARE = 0.1  # of a step's remainder allowance, for the centre's series orders taken in float64 balls
 
 
 @dataclass(frozen=True)
@@ -267,10 +266,7 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                 sc = along_given(fast[b], polynomial.at_centre, ORDER + DEFECT_ORDERS + 1)
                 sb = along_given(fast[b], polynomial.on_set, ORDER + DEFECT_ORDERS + 1, polynomial.tangents,
                                  top=sc.dominant)  # centred alike, as the mean-value forms combine them
-                zero = Balls(np.zeros((N, n, d)))
-                low = (np.stack([_hi(D) for D in polynomial.defects]).reshape(ORDER, N, n * d),
-                       np.stack([_centred(zero, sb["dF"][k] - (k + 1) * polynomial.tangents[k + 1], spread)
-                                 for k in range(ORDER)]).reshape(ORDER, N, n * d))
+                low = lower_orders(polynomial.defects, sb, polynomial.tangents, spread)
                 logs = lognorms([sc["X"][k].m for k in range(ORDER + 1)])  # the centre's coefficients guide the step
                 rule = float(step_size(logs, ORDER, math.log(RULE_EPS) + max(0.0, logs[0])))
                 # no limit (the centre's coefficients all vanish: V = 0, tokens at 0, or underflow): the whole

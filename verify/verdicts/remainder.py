@@ -275,6 +275,18 @@ def step_remainder(block: Block, sc: Any, sb: Any, spread: np.ndarray, h: Fracti
     return total, h, worst
 
 
+def lower_orders(defects: list, sb: Any, tangents: list, spread: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ``low`` of :func:`step_remainder` for a given polynomial T(t, x) = T(t) + U(t) (x - c):
+    upper bounds (p, N, n d) of |D_k(c)| (``defects``: balls of T's defect at the centre, k < p)
+    and of sum_i |dD_k / dx_i| s_i over the set, with dD_k = dF_k - (k + 1) U_(k+1) (``sb``: the
+    series along T over the set with the tangents U, ``tangents``: U_k as balls)."""
+    N, nd = spread.shape
+    zero = Balls(np.zeros(defects[0].shape))
+    at_centre = np.stack([_hi(D) for D in defects])
+    spread_part = np.stack([_centred(zero, sb["dF"][k] - (k + 1) * tangents[k + 1], spread) for k in range(len(defects))])
+    return at_centre.reshape(-1, N, nd), spread_part.reshape(-1, N, nd)
+
+
 def _tube(sb: Any, p: int, sign: int, H: float, cap: float, pieces: int) -> Balls:
     """Balls (pieces, N, n, d) holding T_x(t) + [-cap, cap] for every x in the box and every t
     between 0 and sign H: on each of ``pieces`` equal pieces of [0, H], T_x(t_m) at its midpoint
