@@ -72,7 +72,7 @@ FAINT = 0.1  # ... unless its weight stays below FAINT / n: such weights cost th
 DISCS = 9  # discs tried, each sqrt 2 wider, while the remainder's bound improves
 MAX_RATIO = 0.8  # h / rho: the tail of Cauchy's estimate is a geometric series in h / rho
 PIECES = 8  # the tube around T_x(t), t in [0, h], is enclosed piece by piece ...
-MAX_PIECES = 512  # ... in 4 times as many while L h > STIFF: F's Jacobian over a wide piece wraps
+MAX_PIECES = 512  # ... in up to L h / STIFF times as many (a power of 4) while L h > STIFF: F's Jacobian over a wide piece wraps
 STIFF = 1.0  # L h at which finer pieces are tried (e^(L h) multiplies the remainder)
 TUBE = 1e-8  # the tube's radius around the Taylor polynomial, relative to max(1, |x|): the remainders are far below
 
@@ -254,9 +254,10 @@ def step_remainder(block: Block, sc: Any, sb: Any, spread: np.ndarray, h: Fracti
     while True:  # at |x| ~ 190 pieces of width 0.08 gave L ~ 1e4 where |DF| ~ 9 (c32a, docs/verdicts.md)
         J = jacobian(block, _tube(sb, p, sign, H, cap, pieces).reshape(pieces * N, n, d))
         L = np.max(up(np.sum(_hi(J), axis=2), n * d + 2).reshape(pieces, N, -1), axis=(0, 2))  # per sequence: |DF|'s rows
-        if np.max(L) * H <= STIFF or pieces >= MAX_PIECES:  # NaN too: a piece so wide that its weights overflow
+        stiff = float(np.max(L)) * H / STIFF
+        if stiff <= 1.0 or pieces >= MAX_PIECES:  # NaN too: a piece so wide that its weights overflow
             break
-        pieces *= 4
+        pieces = min(MAX_PIECES, pieces * 4 ** max(1, math.ceil(math.log(stiff, 4)) if math.isfinite(stiff) else 4))
     growth = _exp_up(up(L * H, 1))
     integral = up(g * _powers(H, p + 1)[-1], 1) / (p + 1)  # of |D(t)| <= g |t|^p over [0, h]
     spreads = np.zeros(N)
