@@ -21,8 +21,9 @@ the set, and p = ORDER:
 2. *Its defect* D(t, x) = F(T(t, x)) - d/dt T(t, x), bounded at every order: below p by the
    balls the Arb recurrence dropped (at c) plus the tangent series' defect times s; from p to
    q = p + DEFECT_ORDERS by the field's series along T over the set
-   (:func:`verify.model.taylor.along_given`, float64 balls, mean-value form: the value at c
-   plus the derivatives over the set times s); beyond q by Cauchy's estimate on a complex disc.
+   (:func:`verify.model.taylor.along_given`, float64 balls: at order p in mean-value form, the
+   value at c plus the derivatives over the set times s, above p by the balls over the set);
+   beyond q by Cauchy's estimate on a complex disc.
 3. *The remainder* |x(t) - T(t, x)| <= r by a Gronwall argument in a thin tube around T
    (:mod:`verify.verdicts.remainder`; e(0) = 0 as T(0, x) = x exactly), so that
    x(h) in T(h) + U(h) (x - c) + [-r, r] for every x in the set, with T(h) and U(h) evaluated

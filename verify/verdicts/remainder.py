@@ -31,7 +31,8 @@ of order p = ORDER of the trajectory through x, the set's centre c, its box X an
    disc, so the steps are about as long as the float64 flow's.
 
 Every bound over the set is in mean-value form (:func:`_centred`): its value at c plus the
-derivatives over X times s.  Every number is an upper bound evaluated in float64 with its
+derivatives over X times s; only the defect's coefficients above the tangents' orders (along a
+given polynomial, above p) are bounded by their balls over the set.  Every number is an upper bound evaluated in float64 with its
 roundings counted (:func:`verify.model.float_balls.up`, whose model asks that a rounded
 product be multiplied further only by constants <= 1: a product of bounds that a larger factor
 or a small divisor follows is rounded up on its own first), or a lower bound where it divides;
@@ -136,7 +137,7 @@ def _logit_moves(block: Block, sc: Any, sb: Any, spread: np.ndarray, p: int) -> 
     L_k = beta sum_j (Q X_j)(K X_(k-j))^T directly (T has degree p, so the logits have degree 2p)."""
     xp = namespace("fball")
     beta = beta_in(block, xp)
-    known = sb["L"].shape[0]
+    known = sb["dL"].shape[0]  # along a given polynomial the tangents stop at its degree
     out = []
     for k in range(1, 2 * p + 1):
         if k < known:
@@ -233,7 +234,9 @@ def step_remainder(block: Block, sc: Any, sb: Any, spread: np.ndarray, h: Fracti
     moves = _logit_moves(block, sc, sb, spread, p)  # masked entries never weigh: their E_0 is exactly 0
     values = [_centred(sc["VX"][k], sb["dVX"][k], spread) for k in range(p + 1)]
     H = float(h) if Fraction(float(h)) == h else float(np.nextafter(float(h), np.inf))  # at least h
-    F = np.stack([_centred(sc["F"][k], sb["dF"][k], spread) for k in range(p, q + 1)])
+    # above the tangents' orders (a given polynomial's), F_k over the set from its balls
+    F = np.stack([_centred(sc["F"][k], sb["dF"][k], spread) if k < sb["dF"].shape[0] else _hi(sb["F"][k])
+                  for k in range(p, q + 1)])
     near = up(np.tensordot(np.concatenate([[1.0], _powers(H, q - p)]), F, axes=1), 3 * (q - p) + 4).reshape(N, -1)
     logits = _log_weights(sb["L"][0], block.causal)
     g, rho = None, _disc(moves, on, _hi(sb["E"][0]), logits)
