@@ -149,8 +149,8 @@ def test_the_step_polynomial_and_its_defects_contain_the_exact_ones(seed, offset
     """One validated step's polynomial T(t, x) = T(t) + U(t) (x - c) (``enclosure._polynomial``):
     T_0 is the centre c exactly (an Arb point at 30 digits, which no float holds), the defect's
     balls D_k below order p contain F_k(T) - (k + 1) T_(k+1) at 60 digits, and the float-ball
-    series along T over the set (with U as tangents) contain the 60-digit F_k and dF_k along
-    T(t, x) at points x of the set.  ``offset`` moves each sequence's tokens far from 0 (c32a's
+    series along T over the set (with U as tangents) contain the 60-digit F_k (k < q) and dF_k
+    (k <= p, the tangents' orders) along T(t, x) at points x of the set.  ``offset`` moves each sequence's tokens far from 0 (c32a's
     states reach |x| ~ 190)."""
     rng = np.random.default_rng(seed)
     block = gaussian_blocks(seed, 2)[0]
@@ -172,8 +172,11 @@ def test_the_step_polynomial_and_its_defects_contain_the_exact_ones(seed, offset
         T = [Tk + np.einsum("isj,si->sj", Uk.reshape(6, 2, 6), moved).reshape(X.shape)
              for Tk, Uk in zip(poly.exact, poly.exact_tangents, strict=True)]
         at_x = along_given(block.in_arb(), T, q, poly.exact_tangents)
-        for k in range(q):
-            assert _contains(sb["F"][k], at_x["F"][k]) and _contains(sb["dF"][k], at_x["dF"][k])
+        for k in range(q):  # above p the step bounds F_k over the set by these balls alone
+            assert _contains(sb["F"][k], at_x["F"][k])
+        assert sb["dF"].shape[0] == p + 1  # the tangents stop at T's degree
+        for k in range(p + 1):
+            assert _contains(sb["dF"][k], at_x["dF"][k])
 
 
 @pytest.mark.slow
@@ -241,6 +244,36 @@ def test_the_field_bound_on_the_disc_holds_at_complex_times(seed, causal, place)
         E = np.where(on, np.exp(L), 0)
         F = (E / np.sum(E, axis=-1, keepdims=True)) @ (T @ block.V.T)
         assert np.all(np.abs(F) <= M * (1 + 1e-9)), (t, np.max(np.abs(F) / M))
+
+
+_DELTAS = st.one_of(st.floats(0, 1.6), st.floats(0, 800), st.sampled_from([0.0, 1.5707963267948966, 709.7, 709.9, 745.3]))
+
+
+@settings(max_examples=examples(200, "bounds rounded to floats against Arb at 300 bits"), deadline=None)
+@given(deltas=st.lists(_DELTAS, min_size=1, max_size=8),
+       weights=st.lists(st.one_of(st.just(0.0), st.just(5e-324), st.floats(0, 1)), min_size=8, max_size=8),
+       logits=st.lists(st.one_of(st.just(-np.inf), st.floats(-5000, 0)), min_size=8, max_size=8))
+def test_the_damping_bounds_hold(deltas, weights, logits):
+    """The denominators' factors of the disc's bound (:func:`remainder._damping`, rounded to
+    floats): the lower bound is at most e^(-Delta) cos Delta below pi/2 (else -e^Delta), and
+    within 1e-5 of it up to 1.5; the upper bound is at least min(w e^Delta, e^(l + Delta)),
+    all against Arb at 300 bits, through the ends of the float range (e^Delta overflows past
+    709.8, w may be the smallest subnormal, l minus infinity)."""
+    k = len(deltas)
+    delta, w, lw = np.array(deltas), np.array(weights[:k]), np.array(logits[:k])
+    low, high = remainder._damping(delta, w, lw)
+    with flint.ctx.workprec(300):
+        for D, ww, ll, lo, hi in zip(delta, w, lw, low, high, strict=True):
+            Da = flint.arb(D)
+            exact = (-Da).exp() * Da.cos() if D < 1.5707963267948966 else -Da.exp()
+            assert flint.arb(lo) <= exact, (D, lo)
+            if D <= 1.5:
+                assert flint.arb(lo) >= exact * (1 - flint.arb(1e-5)), (D, lo)
+            bound = flint.arb(ww) * Da.exp()
+            if np.isfinite(ll):
+                other = (Da + flint.arb(ll)).exp()
+                bound = other if other < bound else bound
+            assert not (flint.arb(hi) < bound), (D, ww, ll, hi)
 
 
 def test_the_field_bound_holds_where_weights_underflow_to_zero():
