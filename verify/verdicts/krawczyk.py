@@ -60,6 +60,7 @@ METHOD_NETWORK = ("Krawczyk-type test on the steps: first-order Taylor model of 
                   "existence by Brouwer's fixed-point theorem")
 RADIUS_FACTOR = 4  # a control's box: 4 |R G(c)|, so K(B) fits when I - R G'(B) contracts by 3/4; G' widens with r
 CENTRE_SHARE = 1e-8  # of the tolerance, for the remainders of the existence proof's enclosure (verify.verdicts.enclosure.SHARE)
+FIRST_ORDER_SLACK = 10  # a failed box's Newton step beyond this times the expected one is second order (c18c: 500)
 SECOND_ORDER = 1e-3  # the share of the box the Taylor model's second-order part may take (C r^2 against r)
 REFINE_ITERATIONS = 8  # simplified Newton converges linearly, at the rate |I - R G'| (1e-6 to 1e-9 per pass on c18a, c18c)
 REFINE_DIGITS = 5  # the refining point flow's digits beyond those its residual must resolve
@@ -273,6 +274,27 @@ def _krawczyk(R: Any, RG: Any, J: Any, r: float) -> tuple[float, float]:
     return reach, contraction
 
 
+def _next_box(r: float, newton: float, refined: float, expected: float) -> tuple[float | None, float | None]:
+    """The box for a second try of the control's test after a box of radius r gave the Newton
+    step ``newton`` (an upper bound of |R (c - Y + E)|), with the refined residual ``refined``
+    and the expected |R E| ``expected``.  Where the step is within FIRST_ORDER_SLACK of
+    ``refined`` + ``expected``, it is first order and the box grows to RADIUS_FACTOR times it:
+    (radius, None), or (None, None) where that is no larger.  Beyond, the excess is the
+    enclosure's second-order part b r^2, and the box shrinks to b r^2 = r / 8: (radius, the
+    target below which the first-order parts must then be brought, r / 8).
+
+    >>> _next_box(4e-8, 5e-8, 0.0, 1e-8)  # first order: 4 times the step
+    (2e-07, None)
+    >>> r, target = _next_box(1e-6, 1e-3, 0.0, 1e-8)  # second order: b ~ 1e9, r = 1 / (8 b)
+    >>> round(r * 1e9 * 8, 3), round(target / r * 8, 6)
+    (1.0, 1.0)
+    """
+    if newton <= FIRST_ORDER_SLACK * (refined + expected):
+        return (RADIUS_FACTOR * newton, None) if RADIUS_FACTOR * newton > r else (None, None)
+    wide = r ** 2 / (2 * RADIUS_FACTOR * (newton - refined - expected))  # c18c: b = 4.6e13, docs/verdicts.md
+    return wide, wide / (2 * RADIUS_FACTOR)
+
+
 def _refined(blocks: Sequence[Block], steps: Sequence[tuple[int, Any]], X: Any, Y: Any, free: Sequence[int],
              R: np.ndarray, goal: float, dps: int, deadline: float,
              progress: Callable[[str], None] | None = None) -> tuple[list[tuple[int, Any]], float]:
@@ -347,10 +369,17 @@ def certify_control(
     the share that makes |R E| about SECOND_ORDER / (4 |R| amplification^2) (at most
     CENTRE_SHARE), and the digits that keep the per-step floor of the enclosure below it
     (``digits`` or more).  The radius r is RADIUS_FACTOR times the refined Newton step plus that
-    size (``radius`` when given); where the enclosure's own Newton step |R (c - Y + E)|
-    (``newton_step_upper``) shows that r was too small, it is tried once more with
-    RADIUS_FACTOR times that.  X and Y may be object arrays of floats and decimal strings
-    (exact in the enclosures).
+    size (``radius`` when given).  Where the test fails, the enclosure's own Newton step
+    |R (c - Y + E)| (``newton_step_upper``) is read as expected + b r^2, b at most its excess
+    over the refined residual and the expected |R E|, divided by r^2 (the second-order part
+    the enclosure found, whatever its estimate was), and the box is tried once more: with
+    RADIUS_FACTOR times that step where b r^2 then stays below r / 8; else, where the second
+    order dominates, with b r^2 = r / 8, the remainders' share (and digits) and the refinement
+    brought below r / 8 as well.  On c18c the enclosure's second-order part was 4.6e13 r^2 in
+    R's units where the true curvature of the flow's end point is about 1e5 r^2 (the spread
+    part of each step's remainder, |d^2 F| over the set's box times its width squared,
+    docs/verdicts.md); a larger box, the earlier retry, only made it worse.  X and Y may be
+    object arrays of floats and decimal strings (exact in the enclosures).
     """
     m = X.size
     base = {"certified": False, "method": "Krawczyk-type test on the durations: first-order Taylor model of the "
@@ -367,34 +396,43 @@ def certify_control(
         return base | {"reason": f"no float64 Jacobian of the durations to invert: {exc}"}
     size = float(np.max(np.sum(np.abs(R64), axis=1)))  # |R|, rows
     tolerance = tolerance or 1e-10
-    goal = SECOND_ORDER / (4 * size * guide.amplification ** 2)  # the |R E| the test can afford
-    share = min(CENTRE_SHARE, goal / (size * guide.amplification * tolerance))
     # the enclosure's per-step floor, 10^(REMAINDER_DIGITS - digits) max(1, |x|), amplified, must stay below the goal
     spread = size * guide.amplification * max(1.0, float(np.max(np.abs(guide.end))))  # |R| times an error at the end
     floor = spread * 4 * guide.taylor_steps  # about 4 validated steps per float64 step
-    digits = max(digits, 10 * math.ceil((enclosure.REMAINDER_DIGITS + math.log10(floor / goal)) / 10))
-    # the |R E| the remainders leave: their share, or the floor where it is larger
-    expected = max(size * share * tolerance * guide.amplification, floor * 10.0 ** (enclosure.REMAINDER_DIGITS - digits))
+
+    def budget(goal: float) -> tuple[float, int, float]:
+        """The share, the digits and the expected |R E| that leave |R E| at about ``goal``: the
+        remainders' share, or the per-step floor where it is larger."""
+        share = min(CENTRE_SHARE, goal / (size * guide.amplification * tolerance))
+        places = max(digits, 10 * math.ceil((enclosure.REMAINDER_DIGITS + math.log10(floor / goal)) / 10))
+        return share, places, max(size * share * tolerance * guide.amplification,
+                                  floor * 10.0 ** (enclosure.REMAINDER_DIGITS - places))
+
+    share, digits, expected = budget(SECOND_ORDER / (4 * size * guide.amplification ** 2))  # the |R E| the test can afford
     written = steps
+
+    def refine(steps: Sequence[tuple[int, Any]], goal: float) -> tuple[list[tuple[int, Any]], float]:
+        return _refined(blocks, steps, X, Y, free, R64, goal,
+                        max(enclosure.DIGITS, REFINE_DIGITS + math.ceil(math.log10(spread / goal))), deadline, progress)
+
     try:
-        steps, newton = _refined(blocks, steps, X, Y, free, R64, expected,
-                                 max(enclosure.DIGITS, REFINE_DIGITS + math.ceil(math.log10(spread / expected))), deadline,
-                                 progress)
+        steps, refined = refine(steps, expected)
     except IntegrationError:  # its message would quote the iterate's durations as if they were the witness's
         return base | {"free_steps": free, "reason": "Newton's refinement of the free durations diverged (an iterate "
                        "left the range the point flow can follow): no exact durations were found near those written"}
-    with precision(digits):
-        distance = _farthest([steps[k][1] for k in free], [written[k][1] for k in free])
-    base |= {"digits": digits}
-    guess = RADIUS_FACTOR * (newton + expected)
-    validated, newton, r = 0, math.nan, float(radius if radius is not None else guess)
+    validated, newton, r = 0, math.nan, float(radius if radius is not None else RADIUS_FACTOR * (refined + expected))
     try:
-        with precision(digits):
-            for attempt in range(1 if radius is not None else 2):
-                if attempt:  # the guess was too small for the Newton step the enclosure found
-                    if not RADIUS_FACTOR * newton > r:
-                        break
-                    r = RADIUS_FACTOR * newton
+        for attempt in range(1 if radius is not None else 2):
+            if attempt:  # the guess was too small for the Newton step the enclosure found, or r too large for its curvature
+                r, target = _next_box(r, newton, refined, expected)
+                if r is None:
+                    break
+                if target is not None and expected > target:
+                    share, digits, expected = budget(target)
+                if target is not None and refined > target:
+                    steps, refined = refine(steps, target)
+            with precision(digits):
+                distance = _farthest([steps[k][1] for k in free], [written[k][1] for k in free])
                 if progress:
                     progress(f"certify: existence, the Taylor model over durations within {r:.2g} of refined ones "
                              f"({distance:.2g} from those written)")
@@ -402,13 +440,14 @@ def certify_control(
                                              share=share, free=free, radius=r, progress=progress)
                 validated += enc.steps
                 tested = _test(enc, Y, r)
-                if tested is None:
-                    raise np.linalg.LinAlgError("the derivative in the free durations is singular at these digits")
-                _, newton, reach, contraction = tested
-                if reach < r and contraction < 1:
-                    break
+            if tested is None:
+                raise np.linalg.LinAlgError("the derivative in the free durations is singular at these digits")
+            _, newton, reach, contraction = tested
+            if reach < r and contraction < 1:
+                break
     except (IntegrationError, np.linalg.LinAlgError) as exc:
-        return base | {"free_steps": free, "reason": str(exc), "validated_steps": validated}
+        return base | {"digits": digits, "free_steps": free, "reason": str(exc), "validated_steps": validated}
+    base |= {"digits": digits}
     ok = reach < r and contraction < 1
     return base | {
         "certified": bool(ok),
