@@ -9,7 +9,8 @@ from the written durations or steps, K reach / r, contraction).  Each row is a u
 to DIR/journal.jsonl as it ends; ``--resume`` takes the rows finished with the same code from
 there (issue 66: the table runs in parallel and survives an interruption).  The
 seeds were stated before the runs: 5101-5104 continuous m = 18, 5111-5113 continuous m = 32, 5121-5124 finite, and the standard T1
-witness (seed 0).  Targets are independent draws; where ``verify interpolate`` finds no
+witness (seed 0); 5114-5116 continuous m = 32, the fresh witnesses of issue 66's fourth session.
+Targets are independent draws; where ``verify interpolate`` finds no
 control for them, the image under a hidden random control (:func:`theorems.instances.hidden_control_targets`);
 where it finds none for those either, the hidden control itself is the witness (``verify
 interpolate`` with one BLAS thread, as the README asks: run it with OPENBLAS_NUM_THREADS=1).  Certificates
@@ -40,7 +41,8 @@ from verify.verdicts import krawczyk, replay
 CASES = {"c18a": (5101, (3, 3, 2), "continuous"), "c18b": (5102, (2, 3, 3), "continuous"),
          "c18c": (5103, (1, 9, 2), "continuous"), "c18d": (5104, (3, 2, 3), "continuous"),
          "c32a": (5111, (4, 4, 2), "continuous"), "c32b": (5112, (2, 4, 4), "continuous"),
-         "c32c": (5113, (2, 8, 2), "continuous"),
+         "c32c": (5113, (2, 8, 2), "continuous"), "c32d": (5114, (4, 4, 2), "continuous"),
+         "c32e": (5115, (2, 4, 4), "continuous"), "c32f": (5116, (2, 8, 2), "continuous"),
          "f18": (5121, (3, 3, 2), "finite"), "f32": (5122, (4, 4, 2), "finite"),
          "f64a": (5123, (4, 4, 4), "finite"), "f64b": (5124, (8, 4, 2), "finite")}
 SEARCH_SECONDS = {18: 150.0, 32: 240.0, 64: 240.0}
@@ -136,7 +138,7 @@ def main(argv: list[str]) -> None:
 
 # the rows' measured costs relative to one another (docs/verdicts.md, issue 51), for the time-left estimate only
 UNIT_WEIGHT = {"t1": 1.0, "c18a": 5.0, "c18b": 5.0, "c18c": 20.0, "c18d": 5.0, "c32a": 40.0, "c32b": 40.0,
-               "c32c": 40.0, "f18": 3.0, "f32": 5.0, "f64a": 10.0, "f64b": 10.0}
+               "c32c": 40.0, "c32d": 40.0, "c32e": 40.0, "c32f": 40.0, "f18": 3.0, "f32": 5.0, "f64a": 10.0, "f64b": 10.0}
 
 
 if __name__ == "__main__":

@@ -150,8 +150,8 @@ def test_the_step_polynomial_and_its_defects_contain_the_exact_ones(seed, offset
     T_0 is the centre c exactly (an Arb point at 30 digits, which no float holds), the defect's
     balls D_k below order p contain F_k(T) - (k + 1) T_(k+1) at 60 digits, and the float-ball
     series along T over the set (with U as tangents) contain the 60-digit F_k (k < q) and dF_k
-    (k <= p, the tangents' orders) along T(t, x) at points x of the set.  ``offset`` moves each sequence's tokens far from 0 (c32a's
-    states reach |x| ~ 190)."""
+    (k <= p, the tangents' orders) along T(t, x) at points x of the set.  ``offset`` moves each
+    sequence's tokens far from 0 (c32a's states reach |x| ~ 190)."""
     rng = np.random.default_rng(seed)
     block = gaussian_blocks(seed, 2)[0]
     p, q = remainder.ORDER, remainder.ORDER + 4
