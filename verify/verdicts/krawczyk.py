@@ -301,7 +301,9 @@ def _refined(blocks: Sequence[Block], steps: Sequence[tuple[int, Any]], X: Any, 
              progress: Callable[[str], None] | None = None) -> tuple[list[tuple[int, Any]], float]:
     """Simplified Newton on the free durations, tau_S <- tau_S - R G(tau), G the point flow's end
     (:func:`verify.model.flow.flow` at ``dps`` digits) minus Y and R the float64 inverse of the
-    derivative, until |R G| is below goal / 100 or stops falling.  Returns the durations (the
+    derivative, until |R G| is below goal / 100 or stops falling, or an iterate leaves the
+    range the point flow can follow (the best point so far stands: c32f's refinement failed so
+    after its first step, docs/verdicts.md).  Returns the durations (the
     free ones as decimal strings of ``dps`` digits) and the last |R G|.  Nothing here needs
     to be rigorous: it only places the box, whose test decides."""
     with mpmath.workdps(dps):
@@ -313,8 +315,13 @@ def _refined(blocks: Sequence[Block], steps: Sequence[tuple[int, Any]], X: Any, 
             if progress:
                 progress(f"certify: existence, refining the durations at {dps} digits (Newton step {it + 1}, "
                          f"last |R G| {best:.1e})")
-            end = flow(blocks, [(b, t) for (b, _), t in zip(steps, tau, strict=True)], X, dps=dps, deadline=deadline,
-                       progress=progress).end
+            try:
+                end = flow(blocks, [(b, t) for (b, _), t in zip(steps, tau, strict=True)], X, dps=dps, deadline=deadline,
+                           progress=progress).end
+            except IntegrationError:
+                if not it:  # the durations as given: nothing to fall back on
+                    raise
+                break  # an iterate left the point flow's range: the best point so far stands
             G = [e - y for e, y in zip(end.ravel(), target, strict=True)]
             step = [mpmath.fsum(mpmath.mpf(float(R[i, j])) * G[j] for j in range(len(G))) for i in range(len(free))]
             size = float(max(abs(v) for v in step))
