@@ -379,7 +379,7 @@ def certify_control(
     The enclosures' b was 2.4e5 to 4.9e6 times |R| amplification^2 on c32c, c18c and c32a
     (docs/verdicts.md), so SECOND_ORDER = 2e-8 keeps b r below 0.1 on all three; the 1e-3 of
     before assumed b ~ |R| amplification^2, the curvature of the map itself, and its first box
-    failed on every m >= 18 row.  The radius r is RADIUS_FACTOR times the refined Newton step plus that
+    failed on all three.  The radius r is RADIUS_FACTOR times the refined Newton step plus that
     size (``radius`` when given).  Where the test fails, the box is tried once more
     (:func:`_next_box`): where the enclosure's own Newton step |R (c - Y + E)|
     (``newton_step_upper``) is within FIRST_ORDER_SLACK of the refined residual plus the
@@ -388,8 +388,8 @@ def certify_control(
     b r^2 = r / 8, the remainders' share (and digits) and the refinement brought below r / 8
     as well.  Where that box fails too, its first-order part (the Newton step less b r^2 and
     the refined residual) exceeded the expected one, and a third try scales the share by the
-    factor it missed (on c32a, 30).  On c18c the enclosure's second-order part was 4.6e13 r^2 in
-    R's units where the true curvature of the flow's end point is about 1e5 r^2 (the spread
+    factor it missed (on c32a, 30).  On c18c the enclosure's second-order part was 4.6e13 r^2
+    in R's units where the true curvature of the flow's end point is about 1e5 r^2 (the spread
     part of each step's remainder, |d^2 F| over the set's box times its width squared,
     docs/verdicts.md); a larger box, the earlier retry, only made it worse.  X and Y may be
     object arrays of floats and decimal strings (exact in the enclosures).

@@ -32,10 +32,11 @@ of order p = ORDER of the trajectory through x, the set's centre c, its box X an
 
 Every bound over the set is in mean-value form (:func:`_centred`): its value at c plus the
 derivatives over X times s; only the defect's coefficients above the tangents' orders (along a
-given polynomial, above p) are bounded by their balls over the set.  Every number is an upper bound evaluated in float64 with its
-roundings counted (:func:`verify.model.float_balls.up`, whose model asks that a rounded
-product be multiplied further only by constants <= 1: a product of bounds that a larger factor
-or a small divisor follows is rounded up on its own first), or a lower bound where it divides;
+given polynomial, above p) are bounded by their balls over the set.  Every number is an upper
+bound evaluated in float64 with its roundings counted (:func:`verify.model.float_balls.up`,
+whose model asks that a rounded product be multiplied further only by constants <= 1: a
+product of bounds that a larger factor or a small divisor follows is rounded up on its own
+first), or a lower bound where it divides;
 the series come from :func:`verify.model.taylor.along_polynomial` in float64 balls.
 
 >>> from verify.model.attention import basis_directions
