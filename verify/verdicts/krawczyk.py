@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import mpmath
@@ -275,25 +276,47 @@ def _krawczyk(R: Any, RG: Any, J: Any, r: float) -> tuple[float, float]:
     return reach, contraction
 
 
-def _next_box(r: float, newton: float, refined: float, expected: float) -> tuple[float | None, float | None]:
-    """The box for a second try of the control's test after a box of radius r gave the Newton
-    step ``newton`` (an upper bound of |R (c - Y + E)|), with the refined residual ``refined``
-    and the expected |R E| ``expected``.  Where the step is within FIRST_ORDER_SLACK of
-    ``refined`` + ``expected``, it is first order and the box grows to RADIUS_FACTOR times it:
-    (radius, None), or (None, None) where that is no larger.  Beyond, the excess is the
-    enclosure's second-order part b r^2, and the box shrinks to b r^2 = r / 8: (radius, the
-    target below which the first-order parts must then be brought, r / 8).
+@dataclass(frozen=True)
+class _Box:
+    """The next box of the control's test: its ``radius``, the enclosure's second-order
+    coefficient ``bent`` (b, b r^2 in R's units; None while unmeasured), and where the
+    first-order parts must come down, ``goal`` for the remainders' |R E| and ``target`` for the
+    refined residual (None: as they are)."""
 
-    >>> _next_box(4e-8, 5e-8, 0.0, 1e-8)  # first order: 4 times the step
-    (2e-07, None)
-    >>> r, target = _next_box(1e-6, 1e-3, 0.0, 1e-8)  # second order: b ~ 1e9, r = 1 / (8 b)
-    >>> round(r * 1e9 * 8, 3), round(target / r * 8, 6)
-    (1.0, 1.0)
+    radius: float
+    bent: float | None = None
+    goal: float | None = None
+    target: float | None = None
+
+
+def _next_box(r: float, newton: float, refined: float, expected: float, bent: float | None) -> _Box | None:
+    """The box for another try of the control's test after a box of radius r gave the Newton
+    step ``newton`` (an upper bound of |R (c - Y + E)|), with the refined residual ``refined``
+    and the expected |R E| ``expected``, or None where no box would do better:
+
+    - b unmeasured (``bent`` None) and the step within FIRST_ORDER_SLACK of ``refined`` +
+      ``expected``: first order, the box grows to RADIUS_FACTOR times the step;
+    - b unmeasured and the step beyond: the excess is the enclosure's second-order part b r^2,
+      and the box shrinks to b r^2 = r / 8, the first-order parts brought below r / 8 too;
+    - b measured (that box failed): the first-order part, the step less b r^2 and the
+      residual, exceeded its estimate, and the remainders' goal shrinks by the factor missed.
+
+    >>> _next_box(4e-8, 5e-8, 0.0, 1e-8, None)  # first order: 4 times the step
+    _Box(radius=2e-07, bent=None, goal=None, target=None)
+    >>> box = _next_box(1e-6, 1e-3, 0.0, 1e-8, None)  # second order: b ~ 1e9, r = 1 / (8 b)
+    >>> round(box.radius * 1e9 * 8, 3), round(box.bent * 1e-9, 3), round(box.target / box.radius * 8, 6)
+    (1.0, 1.0, 1.0)
+    >>> _next_box(box.radius, 30 * box.target + box.radius / 8, 0.0, box.target, box.bent).goal / box.target  # c32a
+    0.03333333333333333
     """
-    if newton <= FIRST_ORDER_SLACK * (refined + expected):
-        return (RADIUS_FACTOR * newton, None) if RADIUS_FACTOR * newton > r else (None, None)
-    wide = r ** 2 / (2 * RADIUS_FACTOR * (newton - refined - expected))  # c18c: b = 4.6e13, docs/verdicts.md
-    return wide, wide / (2 * RADIUS_FACTOR)
+    if bent is None and newton <= FIRST_ORDER_SLACK * (refined + expected):
+        return _Box(radius=RADIUS_FACTOR * newton) if RADIUS_FACTOR * newton > r else None
+    if bent is None:
+        bent = (newton - refined - expected) / r ** 2  # c18c: 4.6e13, docs/verdicts.md
+        r = 1 / (2 * RADIUS_FACTOR * bent)
+        return _Box(radius=r, bent=bent, goal=r / (2 * RADIUS_FACTOR), target=r / (2 * RADIUS_FACTOR))
+    first, target = newton - refined - bent * r ** 2, r / (2 * RADIUS_FACTOR)
+    return _Box(radius=r, bent=bent, goal=expected * target / first, target=target) if first > target else None
 
 
 def _refined(blocks: Sequence[Block], steps: Sequence[tuple[int, Any]], X: Any, Y: Any, free: Sequence[int],
@@ -380,7 +403,7 @@ def certify_control(
     (docs/verdicts.md), so SECOND_ORDER = 2e-8 keeps b r below 0.1 on all three; the 1e-3 of
     before assumed b ~ |R| amplification^2, the curvature of the map itself, and its first box
     failed on all three.  The radius r is RADIUS_FACTOR times the refined Newton step plus that
-    size (``radius`` when given).  Where the test fails, the box is tried once more
+    size (``radius`` when given).  Where the test fails, the box is tried again
     (:func:`_next_box`): where the enclosure's own Newton step |R (c - Y + E)|
     (``newton_step_upper``) is within FIRST_ORDER_SLACK of the refined residual plus the
     expected |R E|, with RADIUS_FACTOR times that step; beyond, its excess is the second-order
@@ -434,26 +457,18 @@ def certify_control(
         return base | {"free_steps": free, "reason": "Newton's refinement of the free durations diverged (an iterate "
                        "left the range the point flow can follow): no exact durations were found near those written"}
     validated, newton, r = 0, math.nan, float(radius if radius is not None else RADIUS_FACTOR * (refined + expected))
-    bent = None  # the enclosure's second-order part b (b r^2 in R's units), once a box has measured it
+    box = _Box(radius=r)
     try:
         for attempt in range(1 if radius is not None else ATTEMPTS):
-            if attempt and bent is None:  # the guess was too small for the Newton step found, or too large for its curvature
-                r, target = _next_box(r, newton, refined, expected)
-                if r is None:
+            if attempt:  # the guess was too small for the Newton step found, too large for its curvature, or too coarse
+                box = _next_box(r, newton, refined, expected, box.bent)
+                if box is None:
                     break
-                goal = target
-                if target is not None:
-                    bent = 1 / (2 * RADIUS_FACTOR * r)
-            elif attempt:  # the curvature's box failed: its first-order part exceeded the expected one (c32a: 30x)
-                first, target = newton - refined - bent * r ** 2, r / (2 * RADIUS_FACTOR)
-                if not first > target:
-                    break
-                goal = expected * target / first
-            if attempt and goal is not None:
-                if expected > goal:
-                    share, digits, expected = budget(goal)
-                if refined > target:
-                    steps, refined = refine(steps, target)
+                r = box.radius
+                if box.goal is not None and expected > box.goal:
+                    share, digits, expected = budget(box.goal)
+                if box.target is not None and refined > box.target:
+                    steps, refined = refine(steps, box.target)
             with precision(digits):
                 distance = _farthest([steps[k][1] for k in free], [written[k][1] for k in free])
                 if progress:
