@@ -16,7 +16,8 @@ def taylor_model_holds(enc, steps: list, free: list, rho: float, rng: np.random.
                        digits: int = 50) -> None:
     """The end point at steps (durations or step sizes) moved by sigma in [-rho, rho] on the
     free ones, ``image(moved)`` (exact to ``digits``, beyond the enclosure's working precision),
-    lies in centre + slope sigma + rest, for sigma at corners and inside the cube."""
+    lies in centre + slope sigma + rest + generators [-1, 1]^g, for sigma at corners and inside
+    the cube."""
     for _ in range(tries):
         sigma = rho * rng.choice([-1.0, 1.0, rng.uniform(-1, 1)], size=len(free))
         moved = [(b, _decimal(Fraction(t))) for b, t in steps]  # repr(0.1) would mean 1/10 exactly
@@ -25,8 +26,16 @@ def taylor_model_holds(enc, steps: list, free: list, rho: float, rng: np.random.
         exact = image(moved).ravel()
         with precision(digits):
             model = enc.centre.ravel() + np.matmul(enc.slope, np.vectorize(flint.arb, otypes=[object])(sigma)) + \
-                enc.rest.ravel()
+                enc.rest.ravel() + _hull(enc.generators)
             assert all(b.contains(flint.arb(str(y))) for b, y in zip(model, exact, strict=True))
+
+
+def _hull(G: np.ndarray) -> np.ndarray:
+    """The balls [-s, s], s = sum_j |G_j| over each row of the generators G (N, nd, g), summed
+    in Arb (apart from the code under test's float bound)."""
+    rows = G.reshape(-1, G.shape[-1])
+    return np.array([flint.arb(0, sum((abs(flint.arb(v)) for v in row), flint.arb(0)).upper()) for row in rows],
+                    dtype=object)
 
 
 def _decimal(q: Fraction) -> str:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 from fractions import Fraction
+from unittest import mock
 
 import flint
 import numpy as np
 import pytest
+import sympy
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -25,10 +27,11 @@ from verify.model.backend import namespace, precision
 from verify.model.blocks import Block, gaussian_blocks
 from verify.model.flow import flow
 from verify.model.taylor import along_given, along_polynomial, coefficients, evaluate
-from verify.verdicts import enclosure, remainder
+from verify.verdicts import enclosure, lohner, remainder
 from verify.verdicts.lohner import LohnerSet, midpoints
 
 from .containment import taylor_model_holds
+from .test_float_balls import _edge_floats
 
 seeds = st.integers(0, 2**16)
 
@@ -97,6 +100,61 @@ def test_lohner_images_contain_the_images_of_points(seed, m):
             for J, t in zip(maps, shifts, strict=True):
                 x = np.matmul(np.vectorize(flint.arb, otypes=[object])(J), x[..., None])[..., 0] + t
             assert all(b.contains(v) for b, v in zip(box.ravel(), x.ravel(), strict=True))
+
+
+@settings(max_examples=examples(30, "Arb sets against 60-digit points"), deadline=None)
+@given(seed=seeds, cap=st.sampled_from([4, 8, lohner.GENERATORS]))
+def test_lohner_sets_hold_the_errors_each_map_makes(seed, cap):
+    """y = J x + t + e with e anywhere in a ball each step (a remainder): the set's box holds
+    the images of sampled points and errors, through 12 maps, with the generators merged
+    whenever a sequence holds more than ``cap`` (4: after every step)."""
+    rng = np.random.default_rng(seed)
+    N, nd = 2, 3
+    maps = [rng.normal(size=(N, nd, nd)) * 0.8 for _ in range(12)]
+    shifts = [rng.normal(size=(N, nd)) for _ in range(12)]
+    errors = [10.0 ** rng.uniform(-12, -6, size=(N, nd)) for _ in range(12)]
+    with precision(60), mock.patch.object(lohner, "GENERATORS", cap):
+        arb = np.vectorize(flint.arb, otypes=[object])
+        X = np.vectorize(lambda v: flint.arb(v, 1e-9), otypes=[object])(rng.normal(size=(N, nd)))
+        held = LohnerSet.around(X)
+        for J, t, e in zip(maps, shifts, errors, strict=True):
+            z = np.matmul(arb(J), held.centre[..., None])[..., 0] + arb(t) + np.vectorize(
+                lambda r: flint.arb(0, r), otypes=[object])(e)
+            held = held.image(z, arb(J))
+        assert held.generators.shape[-1] <= max(cap, cap // 2 + nd)  # a merge leaves half the cap and nd
+        box = held.box()
+        for _ in range(6):
+            x = np.vectorize(lambda v: v.mid() + v.rad() * flint.arb(rng.choice([-1.0, 1.0])), otypes=[object])(X)
+            for J, t, e in zip(maps, shifts, errors, strict=True):
+                x = np.matmul(arb(J), x[..., None])[..., 0] + arb(t) + arb(e * rng.choice([-1.0, 1.0], size=e.shape))
+            assert all(b.contains(v) for b, v in zip(box.ravel(), x.ravel(), strict=True))
+
+
+@settings(max_examples=examples(200, "small matrices in exact rationals"), deadline=None)
+@given(seed=st.integers(0, 2**64 - 1), k=st.integers(1, 7))
+def test_merged_generators_hold_the_zonotope_at_the_edges_of_the_floats(seed, k):
+    """:func:`lohner._merged` and :func:`lohner._scaled` for G (3 x k) at the edges of the
+    floats (subnormals, 1e-300, near overflow, mixed scales), in exact rationals: for epsilon at
+    corners and inside [-1, 1]^k, delta = diag(h)^(-1) Q^(-1) G epsilon lies in [-1, 1]^3, and
+    the float product Q diag(h) is within the returned bound of the exact one, row by row.
+    An h that is not finite stands for no bound at all and passes."""
+    rng = np.random.default_rng(seed)
+    G = _edge_floats(rng, 3 * k).reshape(3, k)
+    Q, h = lohner._merged(G)
+    if not np.all(np.isfinite(h)):
+        return
+    Qx = sympy.Matrix(3, 3, [sympy.Rational(Fraction(v)) for v in Q.ravel()])
+    inverse = Qx.inv()
+    for _ in range(4):
+        eps = [sympy.Rational(Fraction(v)) for v in rng.choice([-1.0, 1.0, rng.uniform(-1, 1)], size=k)]
+        x = sympy.Matrix(3, 1, [sum(sympy.Rational(Fraction(G[i, j])) * eps[j] for j in range(k)) for i in range(3)])
+        for c, hi in zip(inverse * x, h, strict=True):
+            assert abs(c) <= sympy.Rational(Fraction(hi)), (G, c, hi)
+    merged, left = lohner._scaled(Q, h)
+    if np.all(np.isfinite(merged)):
+        for j in range(3):
+            off = sum(abs(Fraction(merged[j, i]) - Fraction(Q[j, i]) * Fraction(h[i])) for i in range(3))
+            assert off <= Fraction(left[j])
 
 
 @settings(deadline=None)
@@ -196,16 +254,19 @@ def test_the_enclosure_contains_the_exact_image_at_m_18(seed, shape, causal):
 
 
 @settings(max_examples=examples(4, "Arb enclosures against 60-100 digits"), deadline=None)
-@given(seed=seeds, causal=st.booleans())
-def test_the_taylor_model_contains_the_images_of_nearby_durations(seed, causal):
+@given(seed=seeds, causal=st.booleans(), cap=st.sampled_from([4, lohner.GENERATORS]))
+def test_the_taylor_model_contains_the_images_of_nearby_durations(seed, causal, cap):
     """With free durations in [-rho, rho]: the 50-digit image at durations tau + sigma lies in
-    centre + slope sigma + rest, for sigma at corners and inside the cube."""
+    centre + slope sigma + rest + generators epsilon, for sigma at corners and inside the
+    cube; with the generators merged whenever a sequence holds more than ``cap`` (4: at every
+    validated step) or as the enclosure does."""
     rng = np.random.default_rng(seed)
     blocks = tuple(dataclasses.replace(b, causal=causal) for b in gaussian_blocks(seed, 2))
     X = rng.normal(size=(1, 2, 2))
     steps = [(k % 2, float(rng.uniform(-0.6, 0.6))) for k in range(6)]
     free, rho = [0, 2, 3, 5], 1e-4
-    enc = enclosure.enclose_flow(blocks, steps, X, free=free, radius=rho)
+    with mock.patch.object(lohner, "GENERATORS", cap):
+        enc = enclosure.enclose_flow(blocks, steps, X, free=free, radius=rho)
     taylor_model_holds(enc, steps, free, rho, rng, lambda moved: flow(blocks, moved, X, dps=50).end)
     assert enc.slope.shape == (X.size, len(free))
 

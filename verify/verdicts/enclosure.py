@@ -101,9 +101,10 @@ class Enclosure:
     """``end``: object array of ``flint.arb`` balls enclosing the image (the inputs' shape);
     ``width``: the largest radius; ``steps``: validated Taylor steps (0 for networks).  With
     free durations sigma in [-radius, radius]^m: the image lies in ``centre`` + ``slope`` sigma
-    + ``rest`` for every sigma (``centre``, ``rest``: balls of the inputs' shape, ``centre``
-    exact; ``slope``: exact balls at the working precision, shape (N n d, m), rows ordered as the
-    inputs flattened)."""
+    + ``rest`` + ``generators`` epsilon for every sigma and some epsilon in [-1, 1]^(N, g)
+    (``centre``, ``rest``: balls of the inputs' shape, ``centre`` exact; ``slope``: exact balls
+    at the working precision, shape (N n d, m), rows ordered as the inputs flattened;
+    ``generators``: floats (N, n d, g), sequence s's rows moved by its own epsilon_s)."""
 
     end: np.ndarray
     width: float
@@ -111,6 +112,7 @@ class Enclosure:
     centre: np.ndarray | None = None
     slope: np.ndarray | None = None
     rest: np.ndarray | None = None
+    generators: np.ndarray | None = None
 
 
 def _arb(v: Any) -> Any:
@@ -186,7 +188,8 @@ def enclose_network_set(blocks: Sequence[Block], layers: Sequence[tuple[int, Any
         if not all(x.is_finite() for x in end.ravel()):
             raise IntegrationError(f"the network's image is not finite in ball arithmetic: {TOO_WIDE}")
         return Enclosure(end=end, width=_radius(end), steps=0, centre=xp.reshape(held.centre, (N, n, d)),
-                         slope=held.slope.reshape(N * n * d, -1), rest=xp.reshape(held.rest(), (N, n, d)))
+                         slope=held.slope.reshape(N * n * d, -1), rest=xp.reshape(held.boxed(), (N, n, d)),
+                         generators=held.generators)
 
 
 def _inflate(B: np.ndarray) -> np.ndarray:
@@ -310,7 +313,8 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
         if not column:
             return Enclosure(end=end, width=_radius(end), steps=count)
         return Enclosure(end=end, width=_radius(end), steps=count, centre=xp.reshape(held.centre, (N, n, d)),
-                         slope=held.slope.reshape(N * n * d, -1), rest=xp.reshape(held.rest(), (N, n, d)))
+                         slope=held.slope.reshape(N * n * d, -1), rest=xp.reshape(held.boxed(), (N, n, d)),
+                         generators=held.generators)
 
 
 @dataclass(frozen=True)

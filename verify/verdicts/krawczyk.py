@@ -50,6 +50,7 @@ import numpy as np
 
 from verify.io.errors import IntegrationError
 from verify.lie.pivoting import select_columns
+from verify.model import float_balls as fball
 from verify.model.backend import namespace, precision, round_up, to_arb, to_mpmath
 from verify.model.blocks import Block
 from verify.model.flow import flow
@@ -248,9 +249,25 @@ def _test(enc: enclosure.Enclosure, Y: Any, r: float) -> tuple[Any, float, float
     if R is None:
         return None
     G = (enc.centre + enc.rest).ravel() - namespace("arb").asarray(Y).ravel()
-    RG = R * flint.arb_mat([[g] for g in G])
+    spread = _spread(R, enc.generators)
+    RG = R * flint.arb_mat([[g] for g in G]) + flint.arb_mat([[flint.arb(0, v)] for v in spread])
     newton = max(round_up(abs(RG[i, 0]).upper()) for i in range(RG.nrows()))
     return (R, newton, *_krawczyk(R, RG, A, r))
+
+
+def _spread(R: Any, G: np.ndarray) -> np.ndarray:
+    """Upper bounds of sum_j |(R G)_ij| (R an Arb matrix m x m, G the enclosure's generators
+    (N, nd, g), sequence s's rows in columns s nd .. (s + 1) nd of R), in float balls: how far
+    R G epsilon reaches for epsilon in [-1, 1]^(N, g), transported by R as a zonotope instead
+    of as the box of G's hull."""
+    m = R.nrows()
+    N, nd, _ = G.shape
+    Rb = fball.from_arb(np.array([[R[i, j] for j in range(m)] for i in range(m)], dtype=object))
+    spread = np.zeros(m)
+    for s in range(N):
+        moved = fball.matmul(Rb[:, s * nd:(s + 1) * nd], fball.Balls(G[s]))
+        spread = spread + fball.up(np.sum(np.abs(moved.m) + moved.r, axis=-1), 2 * G.shape[-1] + 2)
+    return np.where(np.isfinite(spread), spread, np.inf)
 
 
 def _farthest(centre: Sequence[Any], written: Sequence[Any]) -> float:

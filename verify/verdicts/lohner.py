@@ -3,38 +3,49 @@ with an exact affine part in free parameters.
 
 A set of collections X (shape (N, n, d), flattened to (N, n d)) is held sequence by sequence as
 
-    x_s  in  c_s + A_s sigma + B_s r_s,        s = 1..N,   sigma in [-rho, rho]^m,
+    x_s  in  c_s + A_s sigma + G_s epsilon_s + B_s r_s,     s = 1..N,   sigma in [-rho, rho]^m,
+                                                             epsilon_s in [-1, 1]^g,
 
 with c_s exact points of R^(n d) (Arb midpoints at the working precision), A_s an exact
 n d x m matrix at the working precision (the *slope*: how the states move with m parameters
-sigma shared by all sequences, such as free durations or free steps), B_s an exact invertible
-float64 n d x n d matrix and r_s Arb balls.  For every sigma in the cube there is an r_s in the balls (the set is a superset of
-the states, not a parametrisation of them: only A sigma is exact in sigma).
+sigma shared by all sequences, such as free durations or free steps), G_s an n d x g float64
+matrix (the *generators*: a zonotope that holds the errors each step made, each moved by the
+maps since), B_s an exact invertible float64 n d x n d matrix and r_s Arb balls.  For every
+sigma in the cube there are epsilon_s and r_s in theirs (the set is a superset of the states,
+not a parametrisation of them: only A sigma is exact in sigma).
 
 The image of the set under a map whose mean-value form over the set is y in z + J (x - c)
 (z: balls enclosing the map at c plus its remainder; J: balls enclosing the map's Jacobian over
 the set) is again such a set (Lohner 1987; the C^0 Lohner algorithm of CAPD, with the
-parameters kept apart as in a first-order Taylor model):
+parameters kept apart as in a first-order Taylor model, and the errors as in a zonotope):
 
     A'  = mid (J A),                                   the slope, exact at the working precision,
-    z'' = z + (J A - A') [-rho, rho]^m                 what the slope's rounding and J's width leave,
+    G'  = fl(mid J G),                                 the generators moved, in float64 balls,
+    z'' = z + (J A - A') [-rho, rho]^m + (J G - G') [-1, 1]^g     what the roundings and J's width leave,
     c'  = mid z'' (Arb's),     M = J B,
-    r'  = (B'^(-1) M) r + B'^(-1) (z'' - c'),
+    r'  = (B'^(-1) M) r,       and diag |z'' - c'| appended to G' as n d new generators,
 
-with B'^(-1) enclosed by Arb.  Every step encloses: x - c = A sigma + B r, so J (x - c) lies in
-A' sigma + (J A - A') sigma + M r, and M r = B' (B'^(-1) M) r.  A box (evaluating J (x - c) on
-the box of x) multiplies the widths by |J| each step, and over many steps by the product of
-the |J|s rather than by |product J| (the wrapping effect, a factor 3e3 to 5e3 measured on
-57-step controls where the flow's Jacobian stays below 2).  The new basis B' is, for each
-sequence, the narrower of two (:meth:`LohnerSet.image`): the Q of the QR factorisation of
-mid M with its columns in decreasing order of |mid M_j| max rad r_j (Lohner's choice, which
-keeps B' orthogonal but still wraps the triangular factor: 3e3 times the true width after 600
-steps of an N n d = 18 control, docs/verdicts.md), and mid M itself (the parallelepiped, which
-follows the flow exactly while its condition stays moderate, and inflates what each step adds
-by at most its condition number).  The slope's rounding adds only |rad (J A)| rho per step:
-second order in the set's width and rho.  (A slope kept in float64 added 1e-16 |J A| rho per
-step instead, first order in rho: through the 384 layers of an m = 64 network whose |R| times
-its amplification is about 1e12 that alone put K(B) at 5000 radii, at any digits; issue 66.)
+with B'^(-1) enclosed by Arb.  Every step encloses: x - c = A sigma + G epsilon + B r, so
+J (x - c) lies in A' sigma + G' epsilon + (the balls z'' - z) + M r, and M r = B' (B'^(-1) M) r.
+A box (evaluating J (x - c) on the box of x) multiplies the widths by |J| each step, and over
+many steps by the product of the |J|s rather than by |product J| (the wrapping effect, a factor
+3e3 to 5e3 measured on 57-step controls where the flow's Jacobian stays below 2).  The basis
+B' is, for each sequence, the narrower of two (:meth:`LohnerSet.image`): the Q of the QR
+factorisation of mid M with its columns in decreasing order of |mid M_j| max rad r_j (Lohner's
+choice, which keeps B' orthogonal but still wraps the triangular factor: 3e3 times the true
+width after 600 steps of an N n d = 18 control, docs/verdicts.md), and mid M itself (the
+parallelepiped, which follows the flow exactly while its condition stays moderate).  Each
+step's own errors went into r too, until issue 66 measured what that cost: on c18c's
+existence box (r = 1.4e-9) the Newton step |R (G(c) + E)| was 9.1e-5 so, against 2.2e-7 with
+every step's errors moved as generators, which no basis wraps (the sum over the steps of
+|R P_k| e_k, P_k the maps since step k, gave 2.6e-7).  Beyond GENERATORS per sequence, the
+smallest half merge into n d generators along their own singular vectors (:func:`_merged`),
+which keep following the flow: 3.4e-7 with 1024 kept, 1.7e-5 with 256 (the merges compound),
+and 8.4e-5 when 512 kept put the rest into r.  The slope's rounding adds only |rad (J A)| rho per
+step: second order in the set's width and rho.  (A slope kept in float64 added 1e-16 |J A| rho
+per step instead, first order in rho: through the 384 layers of an m = 64 network whose |R|
+times its amplification is about 1e12 that alone put K(B) at 5000 radii, at any digits.)  The
+generators' own float64 rounding is relative to the errors they hold, not to the states.
 
 >>> import flint, numpy as np
 >>> rot = np.array([[0.8, -0.6], [0.6, 0.8]])
@@ -53,6 +64,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from verify.model.backend import midpoints as mid  # floats, rounded to nearest: not enclosures
+from verify.model.backend import round_up
+from verify.model.float_balls import ETA, Balls, U, from_arb, matmul, up
 
 
 def exact(a: np.ndarray) -> np.ndarray:
@@ -89,13 +102,61 @@ def _times_cube(A: np.ndarray, rho: float) -> np.ndarray:
 
 
 MAX_CONDITION = 100.0  # a parallelepiped basis is tried only this well conditioned: what a step adds grows at most 100x
+GENERATORS = 1024  # a sequence's generators beyond this: the smallest half merge into nd (c18c: docs/verdicts.md)
+
+
+def _hull(G: np.ndarray) -> np.ndarray:
+    """Upper bounds of sum_j |G_j| over the last axis (g nonnegative terms: at most g roundings
+    on a path, :func:`verify.model.float_balls.up`); not finite where G is not."""
+    total = up(np.sum(np.abs(G), axis=-1), G.shape[-1])
+    return np.where(np.isfinite(total), total, np.inf)
+
+
+def _as_generators(e: np.ndarray) -> np.ndarray:
+    """Balls e (N, nd) around 0 as generators (N, nd, nd): diag(|e|'s upper ends), so that
+    e lies in G [-1, 1]^nd."""
+    size = np.vectorize(lambda z: round_up(abs(z).upper()) if z.is_finite() else np.inf, otypes=[float])(e)
+    return size[..., None] * np.eye(e.shape[-1])
+
+
+def _balls(radii: np.ndarray) -> np.ndarray:
+    """Floats r >= 0 as the Arb balls [-r, r]."""
+    import flint
+
+    return np.vectorize(lambda v: flint.arb(0, v), otypes=[object])(radii)
+
+
+def _merged(G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A basis Q (floats, nd x nd) and h >= 0 with G [-1, 1]^k inside Q diag(h) [-1, 1]^nd, for
+    generators G (nd, k): Q the left singular vectors of G (the identity where LAPACK finds
+    none), h >= sum_j |Q^(-1) G_j| with Q^(-1) enclosed (not finite where G is not).  Kept as
+    generators, Q diag(h) keeps following the flow; put into Lohner's box, they wrapped again
+    (module docstring)."""
+    nd = G.shape[0]
+    try:
+        Q = np.linalg.svd(G, full_matrices=True)[0]
+    except np.linalg.LinAlgError:  # G not finite, or LAPACK's iteration did not converge: any basis holds them
+        Q = np.eye(nd)
+    Q = Q if np.all(np.isfinite(Q)) else np.eye(nd)
+    with np.errstate(all="ignore"):  # an overflow gives an h that is not finite, which stands for no bound
+        C = matmul(from_arb(_inverse(Q)), Balls(G))
+        h = up(np.sum(np.abs(C.m) + C.r, axis=-1), 2 * G.shape[-1] + 2)
+    return Q, np.where(np.isfinite(h), h, np.inf)
+
+
+def _scaled(Q: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 product Q diag(h) and, per row, an upper bound of sum_i |fl(Q_ji h_i) - Q_ji h_i|
+    (each product rounds by u of itself and, underflowing, by eta / 2)."""
+    with np.errstate(all="ignore"):
+        G = Q * h
+        return G, up(U * np.sum(np.abs(G), axis=-1), G.shape[-1] + 2) + G.shape[-1] * ETA
 
 
 @dataclass(frozen=True)
 class LohnerSet:
     """``centre`` (N, nd) exact balls c, ``slope`` (N, nd, m) exact balls A, ``radius`` rho,
     ``basis`` (N, nd, nd) floats B, ``inverse`` (N, nd, nd) balls enclosing B^(-1), ``coords``
-    (N, nd) balls r (module docstring)."""
+    (N, nd) balls r, ``generators`` (N, nd, g) floats G (module docstring)."""
 
     centre: np.ndarray
     slope: np.ndarray
@@ -103,23 +164,28 @@ class LohnerSet:
     basis: np.ndarray
     inverse: np.ndarray
     coords: np.ndarray
+    generators: np.ndarray
 
     @classmethod
     def around(cls, X: np.ndarray, parameters: int = 0, radius: float = 0.0) -> LohnerSet:
-        """The balls X (N, nd) as a set with B = I, c = mid X, r = X - c, and ``parameters``
-        free parameters in [-radius, radius] on which it does not depend yet (A = 0)."""
+        """The balls X (N, nd) as a set with B = I, c = mid X, r = X - c, no generators, and
+        ``parameters`` free parameters in [-radius, radius] on which it does not depend yet (A = 0)."""
         N, nd = X.shape
         centre = midpoints(X)
         eye = np.broadcast_to(np.eye(nd), (N, nd, nd)).copy()
         return cls(centre=centre, slope=exact(np.zeros((N, nd, parameters))), radius=float(radius), basis=eye,
-                   inverse=exact(eye), coords=X - centre)
+                   inverse=exact(eye), coords=X - centre, generators=np.zeros((N, nd, 0)))
 
     def rest(self) -> np.ndarray:
-        """The balls of B r (N, nd): what the set adds to c + A sigma."""
+        """The balls of B r + G [-1, 1]^g (N, nd): what the set adds to c + A sigma."""
+        return self.boxed() + _balls(_hull(self.generators))
+
+    def boxed(self) -> np.ndarray:
+        """The balls of B r (N, nd): the part of the rest held in Lohner's box."""
         return np.matmul(exact(self.basis), self.coords[..., None])[..., 0]
 
     def box(self) -> np.ndarray:
-        """The balls of c + A sigma + B r (N, nd): the set's enclosing box."""
+        """The balls of c + A sigma + B r + G [-1, 1]^g (N, nd): the set's enclosing box."""
         return self.centre + _times_cube(self.slope, self.radius) + self.rest()
 
     def width(self) -> float:
@@ -128,10 +194,13 @@ class LohnerSet:
 
     def image(self, z: np.ndarray, J: np.ndarray) -> LohnerSet:
         """The set {z + J (x - c)}: z (N, nd) balls, J (N, nd, nd) balls (module docstring);
-        each sequence keeps the narrower of its two candidate bases."""
+        each sequence keeps the narrower of its two candidate bases for r, and what z adds
+        around its midpoint becomes nd new generators."""
         JA = np.matmul(J, self.slope)
         slope = midpoints(JA)
         z = z + _times_cube(JA - slope, self.radius)
+        moved = matmul(from_arb(J), Balls(self.generators))  # J G in float balls: its rounding and J's width into z
+        z = z + _balls(_hull(moved.r))
         M = np.matmul(J, exact(self.basis))
         centre = midpoints(z)
         A = mid(M)
@@ -145,25 +214,40 @@ class LohnerSet:
                     continue
                 inv = _inverse(B)
                 # (B'^(-1) M) first, then times r: the product the other way round would wrap again
-                r = np.matmul(np.matmul(inv, M[s]), self.coords[s]) + np.matmul(inv, z[s] - centre[s])
+                r = np.matmul(np.matmul(inv, M[s]), self.coords[s])
                 width = max(float(v.rad()) for v in np.matmul(exact(B), r))
                 if best is None or width < best[0]:
                     best = (width, B, inv, r)
             _, basis[s], inverse[s], coords[s] = best
-        return LohnerSet(centre=centre, slope=slope, radius=self.radius, basis=basis, inverse=inverse, coords=coords)
+        held = LohnerSet(centre=centre, slope=slope, radius=self.radius, basis=basis, inverse=inverse, coords=coords,
+                         generators=moved.m)
+        return held.with_generators(_as_generators(z - centre))
+
+    def with_generators(self, G: np.ndarray) -> LohnerSet:
+        """The set with the generators G (N, nd, k) added; beyond GENERATORS per sequence, the
+        smallest half (by their largest entry) merge into nd (:func:`_merged`)."""
+        G = np.concatenate([self.generators, G[..., np.any(G != 0, axis=(0, 1))]], axis=-1)
+        if G.shape[-1] <= GENERATORS:
+            return replace(self, generators=G)
+        order = np.argsort(-np.max(np.abs(G), axis=1), axis=-1, kind="stable")  # largest first, per sequence
+        kept = np.take_along_axis(G, np.sort(order[:, None, : GENERATORS // 2], axis=-1), axis=-1)
+        small = np.take_along_axis(G, order[:, None, GENERATORS // 2:], axis=-1)
+        merged, left = zip(*(_scaled(*_merged(g)) for g in small), strict=True)
+        coords = self.coords + np.matmul(self.inverse, _balls(np.array(left))[..., None])[..., 0]
+        return replace(self, coords=coords, generators=np.concatenate([kept, np.array(merged)], axis=-1))
 
     def plus(self, z: np.ndarray) -> LohnerSet:
         """The set {x + z}: balls z (N, nd) added, their midpoints to the centre (c' = mid(c + z))
-        and the rest to r (r <- r + B^(-1) (c + z - c')).  Kept in r, a decimal duration's
-        rest moved the centre off the trajectory (1.5e-11 after c18a's 180 steps), and the
-        Jacobian over that offset widened every later step."""
+        and the rest as new generators.  Kept in r, a decimal duration's rest moved the centre
+        off the trajectory (1.5e-11 after c18a's 180 steps), and the Jacobian over that offset
+        widened every later step."""
         moved = self.centre + z
         centre = midpoints(moved)
-        return replace(self, centre=centre, coords=self.coords + np.matmul(self.inverse, (moved - centre)[..., None])[..., 0])
+        return replace(self, centre=centre).with_generators(_as_generators(moved - centre))
 
     def plus_slope(self, j: int, v: np.ndarray) -> LohnerSet:
         """The set {x + sigma_j v}: balls v (N, nd) added to column j of the slope (its midpoint
-        exactly, the rest times [-rho, rho] into r)."""
+        exactly, the rest times [-rho, rho] as generators)."""
         slope = self.slope.copy()
         slope[:, :, j] = midpoints(self.slope[:, :, j] + v)
         left = self.slope[:, :, j] + v - slope[:, :, j]
