@@ -36,7 +36,7 @@ from verify.io import witness
 from verify.io.witness import parse
 from verify.model.blocks import gaussian_blocks
 from verify.search.solver import solve
-from verify.verdicts import krawczyk, replay
+from verify.verdicts import exact_durations, exact_steps, replay
 
 CASES = {"c18a": (5101, (3, 3, 2), "continuous"), "c18b": (5102, (2, 3, 3), "continuous"),
          "c18c": (5103, (1, 9, 2), "continuous"), "c18d": (5104, (3, 2, 3), "continuous"),
@@ -93,10 +93,10 @@ def row(path: Path) -> dict:
         return out
     t = time.perf_counter()
     if w.depth == "continuous":
-        e = krawczyk.certify_control(w.blocks_at(), list(w.steps), np.array(w.inputs, dtype=object), w.targets,
+        e = exact_durations.certify_control(w.blocks_at(), list(w.steps), np.array(w.inputs, dtype=object), w.targets,
                                      tolerance=w.tolerance, deadline=t + EXISTENCE_SECONDS)
     else:
-        e = krawczyk.certify_network(w.blocks_at(), list(w.steps), np.array(w.inputs, dtype=object), w.targets,
+        e = exact_steps.certify_network(w.blocks_at(), list(w.steps), np.array(w.inputs, dtype=object), w.targets,
                                      deadline=t + EXISTENCE_SECONDS)
     return out | {"existence": e["certified"], "existence_s": round(time.perf_counter() - t, 1),
                   "radius": e.get("radius"), "distance": e.get("distance"), "K_reach_over_radius": e.get("K_reach_over_radius"),

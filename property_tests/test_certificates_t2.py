@@ -15,7 +15,7 @@ from verify.model.blocks import gaussian_blocks
 from verify.model.discretisation import euler_bound, fitted_order, norm
 from verify.model.flow import flow
 from verify.model.network import apply, control_to_network, rounding_estimate
-from verify.verdicts.krawczyk import certify_network, free_layers
+from verify.verdicts.exact_steps import certify_network, free_layers
 
 from .containment import taylor_model_holds
 from .strategies import controls

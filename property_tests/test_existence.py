@@ -1,4 +1,4 @@
-"""The Krawczyk existence proof for continuous controls (verify.verdicts.krawczyk.certify_control),
+"""The Krawczyk existence proof for continuous controls (verify.verdicts.exact_durations.certify_control),
 held against an independent solution: Newton's method on the free durations at 50 digits."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from verify.model.blocks import gaussian_blocks
 from verify.model.flow import flow
-from verify.verdicts.krawczyk import certify_control
+from verify.verdicts.exact_durations import certify_control
 
 STEPS = [(0, 0.5), (1, -0.3), (0, 0.4), (1, 0.6), (0, -0.2), (1, 0.35)]
 

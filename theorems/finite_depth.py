@@ -8,7 +8,7 @@ What is checked:
 
 1. Network witness: the solver constructs a network for targets that are the image of the
    inputs under a hidden random network, replayed in float64 and at 40 digits.
-2. Krawczyk-type certificate (:mod:`verify.verdicts.krawczyk`): all but N n d step sizes fixed at
+2. Krawczyk-type certificate (:mod:`verify.verdicts.exact_steps`): all but N n d step sizes fixed at
    their binary64 values, the map from the free steps to the end point carried as a first-order
    Taylor model in a Lohner set over a box around the refined steps (in Arb, 30 digits and up);
    K(B) inside B proves that the box holds a set of step sizes interpolating X -> Y exactly.  A box displaced by three radii
@@ -33,7 +33,7 @@ from verify.model.discretisation import euler_bound, fitted_order, norm
 from verify.model.flow import flow
 from verify.model.network import apply, control_to_network, rounding_estimate
 from verify.reporting.results import Check, check, holds
-from verify.verdicts.krawczyk import certify_network
+from verify.verdicts.exact_steps import certify_network
 
 from .instances import collection, hidden_control_targets, rng
 from .witnesses import BELOW_ONE, KRAWCZYK_QUANTITY, control_checks, solver_settings

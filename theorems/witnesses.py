@@ -34,7 +34,7 @@ from verify.reporting.results import Check, check, holds
 from verify.search.settings import Settings
 from verify.search.solver import solve
 from verify.verdicts import replay
-from verify.verdicts.krawczyk import certify_control
+from verify.verdicts.exact_durations import certify_control
 
 BELOW_ONE = float(np.nextafter(1.0, 0.0))  # strict "< 1" as a "<=" bound
 HP_DIGITS = 40
@@ -140,7 +140,7 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
 
 def existence_check(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, steps, tolerance: float) -> Check:
     """The instance of the theorem proved: exact durations near the control's N n d free ones
-    map X exactly onto Y (:func:`verify.verdicts.krawczyk.certify_control`)."""
+    map X exactly onto Y (:func:`verify.verdicts.exact_durations.certify_control`)."""
     ex = certify_control(blocks, steps, X, Y, tolerance=tolerance, deadline=time.perf_counter() + EXISTENCE_SECONDS)
     return check(f"exact control exists: Krawczyk on {X.size} durations [{label}]", ex.get("K_reach_over_radius", np.inf),
                  BELOW_ONE, r"Krawczyk-type test: $\sup \lvert K(B) - c \rvert < r$ proves exact durations in the box $B$ "

@@ -6,7 +6,7 @@
   every ball of image - target lies within the tolerance, FAIL when one lies wholly outside it,
   UNDECIDED otherwise; a control with no step of nonzero duration is compared exactly, in
   rationals.  For a control also the Krawczyk proof that exact durations exist
-  (:mod:`verify.verdicts.krawczyk`).
+  (:mod:`verify.verdicts.exact_durations`, :mod:`verify.verdicts.exact_steps`).
 * :func:`replay`: an **estimate**, never a proof: WITHIN when max |image - target| +
   integration error estimate <= tolerance, OUTSIDE when max |image - target| - estimate >
   tolerance, UNDECIDED otherwise (docs/conventions.md §5; the estimate is measured against the
@@ -39,7 +39,7 @@ from verify.io.witness import Witness, precision_label
 from verify.lie.symmetry import exact, rational
 from verify.model.backend import namespace, precision, round_down, round_up
 from verify.model.dynamics import EstimatedImage, dynamics
-from verify.verdicts import enclosure, krawczyk
+from verify.verdicts import enclosure, exact_durations, exact_steps
 
 
 def image(w: Witness, dps: int | None = None, progress: Callable[[str], None] | None = None) -> EstimatedImage:
@@ -155,9 +155,9 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf, e
     decided exactly, in rationals.
 
     With ``existence``, a witness that is not refuted also gets ``existence``: the Krawczyk-type
-    test of :func:`verify.verdicts.krawczyk.certify_control` (exact durations near the free ones
+    test of :func:`verify.verdicts.exact_durations.certify_control` (exact durations near the free ones
     map the inputs exactly onto the targets) or, for a network,
-    :func:`verify.verdicts.krawczyk.certify_network` (exact step sizes), within the same deadline;
+    :func:`verify.verdicts.exact_steps.certify_network` (exact step sizes), within the same deadline;
     not attempted where the targets break an invariant."""
     out = _about(w) | {"kind": CERTIFICATE, "numbers": NUMBERS}
     if all(exact(t) == 0 for _, t in w.steps):
@@ -201,13 +201,13 @@ def certify(w: Witness, digits: int | None = None, deadline: float = math.inf, e
         elif w.depth == "continuous":
             if progress:
                 progress("certify: the Krawczyk test for exact durations")
-            result["existence"] = krawczyk.certify_control(blocks, list(w.steps), inputs, w.targets,
+            result["existence"] = exact_durations.certify_control(blocks, list(w.steps), inputs, w.targets,
                                                            tolerance=w.tolerance, digits=D, deadline=deadline,
                                                            progress=progress)
         else:
             if progress:
                 progress("certify: the Krawczyk test for exact step sizes")
-            result["existence"] = krawczyk.certify_network(blocks, list(w.steps), inputs, w.targets, deadline=deadline,
+            result["existence"] = exact_steps.certify_network(blocks, list(w.steps), inputs, w.targets, deadline=deadline,
                                                            progress=progress)
     return result | {"passed": result["certified"]}
 
