@@ -36,7 +36,7 @@ from verify.verdicts.krawczyk import RADIUS_FACTOR, best_columns, bounds, farthe
 CENTRE_SHARE = 1e-8  # of the tolerance, for the remainders of the existence proof's enclosure (verify.verdicts.enclosure.SHARE)
 ATTEMPTS = 3  # boxes tried for a control: the guess, then the one its Newton step asks for, then a first-order fix
 FIRST_ORDER_SLACK = 10  # a failed box's Newton step beyond this times the expected one is second order (c18c: 500)
-SECOND_ORDER = 2e-8  # with C = |R| amplification^2, the box's second-order part is taken as C r^2 / SECOND_ORDER (below)
+SECOND_ORDER = 5e-7  # with C = |R| amplification^2, the box's second-order part is taken as C r^2 / SECOND_ORDER (below)
 REFINE_ITERATIONS = 8  # simplified Newton converges linearly, at the rate |I - R G'| (1e-6 to 1e-9 per pass on c18a, c18c)
 REFINE_DIGITS = 5  # the refining point flow's digits beyond those its residual must resolve
 
@@ -161,25 +161,28 @@ def certify_control(
     test.  The result states ``centre`` (the refined free durations, decimal strings) and
     ``distance``, how far the box reaches from the written durations.
     The size the test needs: with E of order |R| (remainders amplified) and the second-order
-    part b r^2 in R's units, K(B) fits B when 4 b |R E| < 1, so the remainders get the share
-    that makes |R E| about SECOND_ORDER / (4 |R| amplification^2) (at most CENTRE_SHARE), and
-    the digits that keep the per-step floor of the enclosure below it (``digits`` or more).
-    The enclosures' b was 2.4e5 to 4.9e6 times |R| amplification^2 on c32c, c18c and c32a
-    (docs/verdicts.md), so SECOND_ORDER = 2e-8 keeps b r below 0.1 on all three; the 1e-3 of
-    before assumed b ~ |R| amplification^2, the curvature of the map itself, and its first box
-    failed on all three.  The radius r is RADIUS_FACTOR times the refined Newton step plus that
-    size (``radius`` when given).  Where the test fails, the box is tried again
-    (:func:`_next_box`): where the enclosure's own Newton step |R (c - Y + E)|
-    (``newton_step_upper``) is within FIRST_ORDER_SLACK of the refined residual plus the
-    expected |R E|, with RADIUS_FACTOR times that step; beyond, its excess is the second-order
-    part b r^2 the enclosure found, whatever the estimate was, and the box shrinks to
-    b r^2 = r / 8, the remainders' share (and digits) and the refinement brought below r / 8
-    as well.  Where that box fails too, its first-order part (the Newton step less b r^2 and
-    the refined residual) exceeded the expected one, and a third try scales the share by the
-    factor it missed (on c32a, 30).  On c18c the enclosure's second-order part was 4.6e13 r^2
-    in R's units where the true curvature of the flow's end point is about 1e5 r^2 (the spread
-    part of each step's remainder, |d^2 F| over the set's box times its width squared,
-    docs/verdicts.md); a larger box, the earlier retry, only made it worse.  X and Y may be
+    part b r^2 in R's units, K(B) fits B when 4 b |R E| < 1, so the remainders get the shares
+    that make |R E| about SECOND_ORDER / (4 |R| amplification^2) (at most CENTRE_SHARE): each
+    control step's share over the amplification the float64 guide measured from that step on,
+    as replay's shares are (one share over the largest amplification made every step as
+    careful as the most amplified one), and the digits that keep the per-step floor of the enclosure below it (``digits`` or more).
+    With the enclosure's errors carried as generators (:mod:`verify.verdicts.lohner`), its b
+    was 3.3e3 (c18c), at most 2.1e3 (c32c) and 1.8e5 (c32a) times |R| amplification^2
+    (docs/verdicts.md), so SECOND_ORDER = 5e-7 keeps b r below 0.1 on all three (2e-8 when
+    Lohner's box held the errors, whose b was 2.4e5 to 4.9e6 times that).  The radius r is
+    RADIUS_FACTOR times the refined Newton step plus that size (``radius`` when given).  Where
+    the test fails, the box is tried again (:func:`_next_box`): where the enclosure's own
+    Newton step |R (c - Y + E)| (``newton_step_upper``) is within FIRST_ORDER_SLACK of the
+    refined residual plus the expected |R E|, with RADIUS_FACTOR times that step; beyond, its
+    excess is the second-order part b r^2 the enclosure found, whatever the estimate was, and
+    the box shrinks to b r^2 = r / 8, the remainders' share (and digits) and the refinement
+    brought below r / 8 as well.  Where that box fails too, its first-order part (the Newton
+    step less b r^2 and the refined residual) exceeded the expected one, and a third try
+    scales the share by the factor it missed.  The enclosure's second-order part is still
+    far above the flow's own: on c18c, 1.7e11 r^2 in R's units (4.6e13 in Lohner's box)
+    where the true curvature of the flow's end point is about 1e5 r^2 (each step's remainder
+    bounds its second-order part, |d^2 F| over the set's box times its width squared, by a
+    ball in every direction, docs/verdicts.md).  X and Y may be
     object arrays of floats and decimal strings (exact in the enclosures).
     """
     m = X.size
@@ -201,12 +204,16 @@ def certify_control(
     spread = size * guide.amplification * max(1.0, float(np.max(np.abs(guide.end))))  # |R| times an error at the end
     floor = spread * 4 * guide.taylor_steps  # about 4 validated steps per float64 step
 
-    def budget(goal: float) -> tuple[float, int, float]:
-        """The share, the digits and the expected |R E| that leave |R E| at about ``goal``: the
-        remainders' share, or the per-step floor where it is larger."""
-        share = min(CENTRE_SHARE, goal / (size * guide.amplification * tolerance))
+    # how much each control step's remainders can grow by the end (the guide's profile, as replay's shares use)
+    profile = np.maximum(np.asarray(guide.amplifications or [guide.amplification] * len(steps), dtype=float), 1.0)
+
+    def budget(goal: float) -> tuple[np.ndarray, int, float]:
+        """The shares per control step, the digits and the expected |R E| that leave |R E| at
+        about ``goal``: each step's remainders amplified by its own profile, or the per-step
+        floor where it is larger."""
+        share = np.minimum(CENTRE_SHARE, goal / (size * profile * tolerance))
         places = max(digits, 10 * math.ceil((enclosure.REMAINDER_DIGITS + math.log10(floor / goal)) / 10))
-        return share, places, max(size * share * tolerance * guide.amplification,
+        return share, places, max(size * tolerance * float(np.max(share * profile)),
                                   floor * 10.0 ** (enclosure.REMAINDER_DIGITS - places))
 
     share, digits, expected = budget(SECOND_ORDER / (4 * size * guide.amplification ** 2))  # the |R E| the test can afford

@@ -95,7 +95,8 @@ def certify_network(
     The network's image is carried layer by layer in a Lohner set with the free steps as
     parameters (:func:`verify.verdicts.enclosure.enclose_network_set`), which gives the
     first-order Taylor model G(sigma) in c - Y + A sigma + E over the box of free steps
-    c + [-r, r]^m, as for controls (:func:`certify_control`): K inside the box proves that at
+    c + [-r, r]^m, as for controls
+    (:func:`verify.verdicts.exact_durations.certify_control`): K inside the box proves that at
     least one exact zero lies in it (Brouwer).  Plain balls wrapped through hundreds of layers
     (a contraction bound of 30 at m = 32, 7.6e44 at m = 64: issue 66).  The free steps are
     refined by Newton's method at high precision first; the digits go up through DIGITS (from
