@@ -163,27 +163,27 @@ def certify_control(
     The size the test needs: with E of order |R| (remainders amplified) and the second-order
     part b r^2 in R's units, K(B) fits B when 4 b |R E| < 1, so the remainders get the shares
     that make |R E| about SECOND_ORDER / (4 |R| amplification^2) (at most CENTRE_SHARE): each
-    control step's share over the amplification the float64 guide measured from that step on,
-    as replay's shares are (one share over the largest amplification made every step as
-    careful as the most amplified one), and the digits that keep the per-step floor of the enclosure below it (``digits`` or more).
-    With the enclosure's errors carried as generators (:mod:`verify.verdicts.lohner`), its b
-    was 3.3e3 (c18c), at most 2.1e3 (c32c) and 1.8e5 (c32a) times |R| amplification^2
-    (docs/verdicts.md), so SECOND_ORDER = 5e-7 keeps b r below 0.1 on all three (2e-8 when
-    Lohner's box held the errors, whose b was 2.4e5 to 4.9e6 times that).  The radius r is
-    RADIUS_FACTOR times the refined Newton step plus that size (``radius`` when given).  Where
-    the test fails, the box is tried again (:func:`_next_box`): where the enclosure's own
-    Newton step |R (c - Y + E)| (``newton_step_upper``) is within FIRST_ORDER_SLACK of the
-    refined residual plus the expected |R E|, with RADIUS_FACTOR times that step; beyond, its
-    excess is the second-order part b r^2 the enclosure found, whatever the estimate was, and
-    the box shrinks to b r^2 = r / 8, the remainders' share (and digits) and the refinement
-    brought below r / 8 as well.  Where that box fails too, its first-order part (the Newton
-    step less b r^2 and the refined residual) exceeded the expected one, and a third try
-    scales the share by the factor it missed.  The enclosure's second-order part is still
-    far above the flow's own: on c18c, 1.7e11 r^2 in R's units (4.6e13 in Lohner's box)
+    control step's share over the amplification the float64 guide measured from that step on, as
+    replay's shares are (one share over the largest amplification made every step as careful as
+    the most amplified one), and the digits that keep the per-step floor of the enclosure below
+    it (``digits`` or more). With the enclosure's errors carried as generators
+    (:mod:`verify.verdicts.lohner`), its b was 3.3e3 (c18c), at most 2.1e3 (c32c) and 1.8e5
+    (c32a) times |R| amplification^2 (docs/verdicts.md), so SECOND_ORDER = 5e-7 keeps b r below
+    0.1 on all three (2e-8 when Lohner's box held the errors, whose b was 2.4e5 to 4.9e6 times
+    that). The radius r is RADIUS_FACTOR times the refined Newton step plus that size
+    (``radius`` when given). Where the test fails, the box is tried again (:func:`_next_box`):
+    where the enclosure's own Newton step |R (c - Y + E)| (``newton_step_upper``) is within
+    FIRST_ORDER_SLACK of the refined residual plus the expected |R E|, with RADIUS_FACTOR times
+    that step; beyond, its excess is the second-order part b r^2 the enclosure found, whatever
+    the estimate was, and the box shrinks to b r^2 = r / 8, the remainders' share (and digits)
+    and the refinement brought below r / 8 as well. Where that box fails too, its first-order
+    part (the Newton step less b r^2 and the refined residual) exceeded the expected one, and a
+    third try scales the share by the factor it missed. The enclosure's second-order part is
+    still far above the flow's own: on c18c, 1.7e11 r^2 in R's units (4.6e13 in Lohner's box)
     where the true curvature of the flow's end point is about 1e5 r^2 (each step's remainder
-    bounds its second-order part, |d^2 F| over the set's box times its width squared, by a
-    ball in every direction, docs/verdicts.md).  X and Y may be
-    object arrays of floats and decimal strings (exact in the enclosures).
+    bounds its second-order part, |d^2 F| over the set's box times its width squared, by a ball
+    in every direction, docs/verdicts.md). X and Y may be object arrays of floats and decimal
+    strings (exact in the enclosures).
     """
     m = X.size
     base = {"certified": False, "method": "Krawczyk-type test on the durations: first-order Taylor model of the "
