@@ -29,14 +29,15 @@ own width allows (``distance`` says how far it reaches from those written).
 >>> import numpy as np
 >>> from verify.model.blocks import gaussian_blocks
 >>> from verify.model.network import apply
->>> blocks = gaussian_blocks(seed=2, d=1)
->>> X = np.array([[[-1.0], [0.5]]])
->>> layers = [(0, 0.4), (1, -0.3), (0, 0.2), (1, 0.5)]
->>> Y = apply(blocks, layers, X, dps=40).end.astype(float)      # a target in binary64
->>> enc = enclosure.enclose_network(blocks, layers, X, 30, free=[0, 3], radius=1e-10)
->>> found = bounds(enc, Y, 1e-10)
->>> found.proves(1e-10), found.reach < 1e-12                    # an exact zero within 1e-12
-(True, True)
+>>> blocks, X = gaussian_blocks(seed=5, d=1), np.array([[[0.7], [-0.2]]])
+>>> steps = [(1, 0.3), (0, -0.25), (1, 0.2), (0, 0.35)]
+>>> Y = apply(blocks, steps, X, dps=40).end.astype(float)       # a target in binary64
+>>> box = enclosure.enclose_network(blocks, steps, X, 30, free=[1, 2], radius=1e-10)
+>>> bounds(box, Y, 1e-10).proves(1e-10)                         # an exact zero in the box
+True
+>>> away = [(1, 0.3), (0, -0.25 + 1e-6), (1, 0.2), (0, 0.35)]   # the box moved by 1e-6
+>>> bounds(enclosure.enclose_network(blocks, away, X, 30, free=[1, 2], radius=1e-10), Y, 1e-10).proves(1e-10)
+False
 """
 
 from __future__ import annotations
