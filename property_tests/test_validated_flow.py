@@ -27,7 +27,7 @@ from verify.model.backend import namespace, precision
 from verify.model.blocks import Block, gaussian_blocks
 from verify.model.flow import flow
 from verify.model.taylor import along_given, along_polynomial, coefficients, evaluate
-from verify.verdicts import enclosure, lohner, remainder
+from verify.verdicts import enclosure, krawczyk, lohner, remainder
 from verify.verdicts.lohner import LohnerSet, midpoints
 
 from .containment import taylor_model_holds
@@ -155,6 +155,35 @@ def test_merged_generators_hold_the_zonotope_at_the_edges_of_the_floats(seed, k)
         for j in range(3):
             off = sum(abs(Fraction(merged[j, i]) - Fraction(Q[j, i]) * Fraction(h[i])) for i in range(3))
             assert off <= Fraction(left[j])
+
+
+@settings(max_examples=examples(100, "small matrices in Arb at 300 bits"), deadline=None)
+@given(seed=st.integers(0, 2**64 - 1), N=st.integers(1, 3), g=st.integers(0, 5))
+def test_the_zonotopes_reach_under_R_is_bounded_at_the_edges_of_the_floats(seed, N, g):
+    """:func:`krawczyk._spread` against sum_j sup |(R G)_ij| over R in its balls (k / 7 at 300
+    bits, radius 1e-6 of it: what R G moves with R's width), in exact rationals, for generators
+    G (N, 2, g) at the edges of the floats: never below it (dropping the float balls' radii
+    fails it)."""
+    rng = np.random.default_rng(seed)
+    nd, m = 2, 2 * N
+    G = _edge_floats(rng, N * nd * g).reshape(N, nd, g)
+    with flint.ctx.workprec(300):
+        R = flint.arb_mat(m, m, [flint.arb(int(v)) / 7 for v in rng.integers(-50, 50, size=m * m)])
+        R = flint.arb_mat(m, m, [flint.arb(R[i, j].mid(), abs(R[i, j].mid()) * 1e-6) for i in range(m) for j in range(m)])
+    spread = krawczyk._spread(R, G)
+    c = [[_dyadic(R[i, k].mid()) for k in range(m)] for i in range(m)]
+    rho = [[_dyadic(R[i, k].rad()) for k in range(m)] for i in range(m)]
+    for i in range(m):
+        reach = sum(abs(sum(c[i][s * nd + k] * Fraction(G[s, k, j]) for k in range(nd)))
+                    + sum(rho[i][s * nd + k] * abs(Fraction(G[s, k, j])) for k in range(nd))
+                    for s in range(N) for j in range(g))
+        assert not np.isfinite(spread[i]) or Fraction(spread[i]) >= reach, (i, spread[i], float(reach))
+
+
+def _dyadic(a: flint.arb) -> Fraction:
+    """An exact Arb number (a midpoint or a radius) as a Fraction."""
+    man, exp = a.mid().man_exp()
+    return Fraction(int(man)) * Fraction(2) ** int(exp)
 
 
 @settings(deadline=None)
