@@ -94,10 +94,10 @@ def row(path: Path) -> dict:
     t = time.perf_counter()
     if w.depth == "continuous":
         e = exact_durations.certify_control(w.blocks_at(), list(w.steps), np.array(w.inputs, dtype=object), w.targets,
-                                     tolerance=w.tolerance, deadline=t + EXISTENCE_SECONDS)
+                                            tolerance=w.tolerance, deadline=t + EXISTENCE_SECONDS)
     else:
         e = exact_steps.certify_network(w.blocks_at(), list(w.steps), np.array(w.inputs, dtype=object), w.targets,
-                                     deadline=t + EXISTENCE_SECONDS)
+                                        deadline=t + EXISTENCE_SECONDS)
     return out | {"existence": e["certified"], "existence_s": round(time.perf_counter() - t, 1),
                   "radius": e.get("radius"), "distance": e.get("distance"), "K_reach_over_radius": e.get("K_reach_over_radius"),
                   "contraction_upper": e.get("contraction_upper"), "existence_reason": e.get("reason", "")}

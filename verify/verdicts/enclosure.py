@@ -39,13 +39,14 @@ before (a quarter longer each step, at least halving on a miss) left the median 
 3e-4 of its allowance on c18c (docs/verdicts.md).
 
 A duration that is not a binary float (a decimal string) is integrated to the float nearest it
-and the rest, a tiny ball, is covered by a first-order step over an a-priori box (Picard:
-X + [0, s] F(B) inside B).  *Free durations* (the existence proof,
-:func:`verify.verdicts.exact_durations.certify_control`): a free duration tau_j + sigma_j, sigma_j
-in [-rho, rho], adds sigma_j F(c) to the set exactly (column j of its slope A) and the rest,
-in [-rho, rho] (F(B) - F(c)) with B an a-priori box over the extra time, to its balls: the
-image then lies in c + A sigma + (balls) for every sigma, a first-order Taylor model of the
-end point in the free durations whose nonlinearity is second order in rho.
+and the rest, a tiny ball, is covered by a first-order step over an a-priori box (Picard: X +
+[0, s] F(B) inside B). *Free durations* (the existence proof,
+:func:`verify.verdicts.exact_durations.certify_control`): a free duration tau_j + sigma_j,
+sigma_j in [-rho, rho], adds sigma_j F(c) to the set exactly (column j of its slope A) and the
+rest, in [-rho, rho] (F(B) - F(c)) with B an a-priori box over the extra time, to its
+generators: the image then lies in c + A sigma + (generators and balls) for every sigma, a
+first-order Taylor model of the end point in the free durations whose nonlinearity is second
+order in rho.
 
 Verdicts (:func:`verdict`): CERTIFIED when every ball of image - target lies within the
 tolerance, FAIL when one lies wholly outside, UNDECIDED otherwise (with the width).
