@@ -122,10 +122,11 @@ def _spread(R: Any, G: np.ndarray) -> np.ndarray:
     N, nd, _ = G.shape
     Rb = fball.from_arb(np.array([[R[i, j] for j in range(m)] for i in range(m)], dtype=object))
     total = np.zeros(m)
-    for s in range(N):  # one sum of N g nonnegative terms, rounded up once at the end
-        moved = fball.matmul(Rb[:, s * nd:(s + 1) * nd], fball.Balls(G[s]))
-        total += np.sum(np.abs(moved.m) + moved.r, axis=-1)
-    spread = fball.up(total, 2 * G.shape[-1] + N + 2)
+    with np.errstate(all="ignore"):  # an overflow gives a bound that is not finite, which stands for none
+        for s in range(N):  # one sum of N g nonnegative terms, rounded up once at the end
+            moved = fball.matmul(Rb[:, s * nd:(s + 1) * nd], fball.Balls(G[s]))
+            total += np.sum(np.abs(moved.m) + moved.r, axis=-1)
+        spread = fball.up(total, 2 * G.shape[-1] + N + 2)
     return np.where(np.isfinite(spread), spread, np.inf)
 
 
