@@ -52,6 +52,7 @@ from verify.lie.pivoting import select_columns
 from verify.model import float_balls as fball
 from verify.model.backend import namespace, round_up, to_arb
 from verify.verdicts import enclosure
+from verify.verdicts.lohner import row_sums
 
 RADIUS_FACTOR = 4  # a control's box: 4 |R G(c)|, so K(B) fits when I - R G'(B) contracts by 3/4; G' widens with r
 
@@ -121,13 +122,9 @@ def _spread(R: Any, G: np.ndarray) -> np.ndarray:
     m = R.nrows()
     N, nd, _ = G.shape
     Rb = fball.from_arb(np.array([[R[i, j] for j in range(m)] for i in range(m)], dtype=object))
-    total = np.zeros(m)
     with np.errstate(all="ignore"):  # an overflow gives a bound that is not finite, which stands for none
-        for s in range(N):  # one sum of N g nonnegative terms, rounded up once at the end
-            moved = fball.matmul(Rb[:, s * nd:(s + 1) * nd], fball.Balls(G[s]))
-            total += np.sum(np.abs(moved.m) + moved.r, axis=-1)
-        spread = fball.up(total, 2 * G.shape[-1] + N + 2)
-    return np.where(np.isfinite(spread), spread, np.inf)
+        moved = [fball.matmul(Rb[:, s * nd:(s + 1) * nd], fball.Balls(G[s])) for s in range(N)]
+        return row_sums(np.concatenate([np.abs(v.m) + v.r for v in moved], axis=-1))  # one sum, rounded up once
 
 
 def farthest(centre: Sequence[Any], written: Sequence[Any]) -> float:

@@ -105,9 +105,10 @@ MAX_CONDITION = 100.0  # a parallelepiped basis is tried only this well conditio
 GENERATORS = 1024  # a sequence's generators beyond this: the smallest half merge into nd (c18c: docs/verdicts.md)
 
 
-def _hull(G: np.ndarray) -> np.ndarray:
-    """Upper bounds of sum_j |G_j| over the last axis (g nonnegative terms: at most g roundings
-    on a path, :func:`verify.model.float_balls.up`); not finite where G is not."""
+def row_sums(G: np.ndarray) -> np.ndarray:
+    """Upper bounds of sum_j |G_j| over the last axis, not finite where G is not: g terms summed,
+    g - 1 roundings on a path, and one more allowed for each term's own (a sum |m| + r of
+    float balls, as the Krawczyk test's reach is), :func:`verify.model.float_balls.up`."""
     total = up(np.sum(np.abs(G), axis=-1), G.shape[-1])
     return np.where(np.isfinite(total), total, np.inf)
 
@@ -178,7 +179,7 @@ class LohnerSet:
 
     def rest(self) -> np.ndarray:
         """The balls of B r + G [-1, 1]^g (N, nd): what the set adds to c + A sigma."""
-        return self.boxed() + _balls(_hull(self.generators))
+        return self.boxed() + _balls(row_sums(self.generators))
 
     def boxed(self) -> np.ndarray:
         """The balls of B r (N, nd): the part of the rest held in Lohner's box."""
@@ -200,7 +201,7 @@ class LohnerSet:
         slope = midpoints(JA)
         z = z + _times_cube(JA - slope, self.radius)
         moved = matmul(from_arb(J), Balls(self.generators))  # J G in float balls: its rounding and J's width into z
-        z = z + _balls(_hull(moved.r))
+        z = z + _balls(row_sums(moved.r))
         M = np.matmul(J, exact(self.basis))
         centre = midpoints(z)
         A = mid(M)
