@@ -336,6 +336,39 @@ def test_the_field_bound_on_the_disc_holds_at_complex_times(seed, causal, place)
         assert np.all(np.abs(F) <= M * (1 + 1e-9)), (t, np.max(np.abs(F) / M))
 
 
+@settings(max_examples=examples(4, "exact rational logits of 36 orders"), deadline=None)
+@given(seed=seeds, causal=st.booleans(), offset=st.sampled_from([0.0, 30.0]), given_polynomial=st.booleans())
+def test_the_logit_moves_bound_every_order_of_the_logits(seed, causal, offset, given_polynomial):
+    """|L_k| <= moves_k for k = 1..2p, L_k the centred logits' coefficients along the Taylor
+    polynomial T (degree p, so the logits have degree 2p), computed exactly in rationals from
+    T's midpoints; with the series of :func:`along_polynomial` (tangents to order q) and of
+    :func:`along_given` (tangents to p).  A series to order q holds orders below q only: taking
+    its last, never computed, entry as L_q gave moves_q = 0 on the first kind."""
+    rng = np.random.default_rng(seed)
+    block = dataclasses.replace(gaussian_blocks(seed, 2)[0], causal=causal)
+    X = rng.normal(size=(2, 3, 2)) + offset * rng.normal(size=(2, 1, 2))
+    p, q = remainder.ORDER, remainder.ORDER + remainder.DEFECT_ORDERS
+    U = basis_directions(fb.namespace(), 3, 2)
+    sc = along_polynomial(block, fb.Balls(X), p, q + 1)
+    if given_polynomial:
+        T = [fb.Balls(sc["X"][k].m) for k in range(p + 1)]
+        sc = along_given(block, T, q + 1)
+        _, tangents = coefficients(block, X, p, U=U.m)
+        sb = along_given(block, T, q + 1, [fb.Balls(t) for t in tangents], top=sc.dominant)
+    else:
+        sb = along_polynomial(block, fb.Balls(X), p, q + 1, U=U, top=sc.dominant)
+    moves = remainder._logit_moves(block, sc, sb, np.zeros((2, 6)), p)
+    exact = np.vectorize(Fraction, otypes=[object])
+    T = [exact(sc["X"][k].m) for k in range(p + 1)]
+    QT = [t @ exact(block.Q.T) for t in T]
+    KT = [np.swapaxes(t @ exact(block.K.T), -1, -2) for t in T]
+    for k in range(1, 2 * p + 1):
+        L = Fraction(block.beta) * sum(QT[j] @ KT[k - j] for j in range(max(0, k - p), min(k, p) + 1))
+        L = L - np.sum(L * sc.dominant, axis=-1, keepdims=True)  # centred on the dominant entries, as the bound
+        on = np.broadcast_to(np.tril(np.ones((3, 3), bool)) if causal else True, L.shape)
+        assert all(abs(v) <= Fraction(b) for v, b, o in zip(L.ravel(), moves[k - 1].ravel(), on.ravel(), strict=True) if o), k
+
+
 _DELTAS = st.one_of(st.floats(0, 1.6), st.floats(0, 800), st.sampled_from([0.0, 1.5707963267948966, 709.7, 709.9, 745.3]))
 
 

@@ -138,7 +138,8 @@ def _logit_moves(block: Block, sc: Any, sb: Any, spread: np.ndarray, p: int) -> 
     L_k = beta sum_j (Q X_j)(K X_(k-j))^T directly (T has degree p, so the logits have degree 2p)."""
     xp = namespace("fball")
     beta = beta_in(block, xp)
-    known = sb["dL"].shape[0]  # along a given polynomial the tangents stop at its degree
+    # along a given polynomial the tangents stop at its degree; a series to order q holds orders below q only
+    known = min(sb["dL"].shape[0], sc["L"].shape[0] - 1)
     out = []
     for k in range(1, 2 * p + 1):
         if k < known:
