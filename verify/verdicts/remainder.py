@@ -138,19 +138,20 @@ def _logit_moves(block: Block, sc: Any, sb: Any, spread: np.ndarray, p: int) -> 
     L_k = beta sum_j (Q X_j)(K X_(k-j))^T directly (T has degree p, so the logits have degree 2p)."""
     xp = namespace("fball")
     beta = beta_in(block, xp)
-    # along a given polynomial the tangents stop at its degree; a series to order q holds orders below q only
-    known = min(sb["dL"].shape[0], sc["L"].shape[0] - 1)
+    # a series to order q holds orders below q only; along a given polynomial the tangents stop at its degree
+    held, known = sc["L"].shape[0] - 1, sb["dL"].shape[0]
     out = []
     for k in range(1, 2 * p + 1):
-        if k < known:
-            L, dL = sc["L"][k], sb["dL"][k]
+        lo, hi = k - p, p  # both factors vanish above order p
+
+        def product(A: Any, B: Any, k: int = k, lo: int = lo, hi: int = hi) -> Any:
+            return xp.cauchy(A[lo: hi + 1], B[k - lo: k - hi - 1: -1])
+
+        # the same products, centred alike, as the series' own (taylor._recur), where it holds them
+        L = sc["L"][k] if k < held else centred(xp, beta * product(sc["QX"], sc["KXt"]), sc["P"][0], sc.dominant)
+        if k < min(known, held):
+            dL = sb["dL"][k]
         else:
-            lo, hi = k - p, p  # both factors vanish above order p
-
-            def product(A: Any, B: Any, k: int = k, lo: int = lo, hi: int = hi) -> Any:
-                return xp.cauchy(A[lo: hi + 1], B[k - lo: k - hi - 1: -1])
-
-            L = centred(xp, beta * product(sc["QX"], sc["KXt"]), sc["P"][0], sc.dominant)
             dL = beta * (product(sb["dQX"], sb["KXt"][:, None]) + product(sb["QX"][:, None], sb["dKXt"]))
             dL = centred(xp, dL, sb["P"][0], sb.dominant)
         out.append(_centred(L, dL, spread))
