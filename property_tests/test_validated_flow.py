@@ -259,8 +259,8 @@ def test_the_step_polynomial_and_its_defects_contain_the_exact_ones(seed, offset
         x = c + np.vectorize(lambda v: flint.arb(v), otypes=[object])(rng.uniform(-1, 1, size=X.shape) * spread)
         moved = (x - c).reshape(2, 6)
         T = [Tk + np.einsum("isj,si->sj", Uk.reshape(6, 2, 6), moved).reshape(X.shape)
-             for Tk, Uk in zip(poly.exact, poly.exact_tangents, strict=True)]
-        at_x = along_given(block.in_arb(), T, q, poly.exact_tangents)
+             for Tk, Uk in zip(poly.exact, poly.exact_tangents(), strict=True)]
+        at_x = along_given(block.in_arb(), T, q, poly.exact_tangents())
         for k in range(q):  # above p the step bounds F_k over the set by these balls alone
             assert _contains(sb["F"][k], at_x["F"][k])
         assert sb["dF"].shape[0] == p + 1  # the tangents stop at T's degree

@@ -80,10 +80,10 @@ from verify.io.errors import IntegrationError
 from verify.model.attention import basis_directions, columns_to_jacobians, field, jacobian
 from verify.model.backend import namespace, precision, round_down, round_up, to_arb
 from verify.model.blocks import Block
-from verify.model.float_balls import Balls, from_arb, up
+from verify.model.float_balls import Balls, from_arb, lift, up
 from verify.model.flow import lognorms, refuse, step_size
 from verify.model.network import apply_in_namespace
-from verify.model.taylor import along_given, coefficients, evaluate, with_defects
+from verify.model.taylor import along_given_pair, coefficients, evaluate, with_defects
 from verify.verdicts.lohner import LohnerSet, exact
 from verify.verdicts.remainder import DEFECT_ORDERS, ORDER, lower_orders, step_remainder
 
@@ -268,9 +268,9 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                 # |x - c| on the set, about c itself (c may lie outside the set's box: it rounds the last centre)
                 spread = up(np.abs(box.m - centre.m) + box.r + centre.r, 3).reshape(N, n * d)
                 polynomial = _polynomial(balls[b], guides[b], c, centre, spread, directions)
-                sc = along_given(fast[b], polynomial.at_centre, ORDER + DEFECT_ORDERS + 1)
-                sb = along_given(fast[b], polynomial.on_set, ORDER + DEFECT_ORDERS + 1, polynomial.tangents,
-                                 top=sc.dominant)  # centred alike, as the mean-value forms combine them
+                # at the centre, and over the set with tangents, centred alike as the mean-value forms combine them
+                sc, sb = along_given_pair(fast[b], polynomial.at_centre, polynomial.on_set, ORDER + DEFECT_ORDERS + 1,
+                                          polynomial.tangents)
                 low = lower_orders(polynomial.defects, sb, polynomial.tangents, spread)
                 logs = lognorms([sc["X"][k].m for k in range(ORDER + 1)])  # the centre's coefficients guide the step
                 rule = float(step_size(logs, ORDER, math.log(RULE_EPS) + max(0.0, logs[0])))
@@ -288,7 +288,12 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                         raise IntegrationError(f"no validated step for block {b} (duration {f:g}) "
                                                f"after {count} validated steps; {TOO_WIDE}")
                 t = _signed(h, sign)
-                J = columns_to_jacobians(xp, evaluate(polynomial.exact_tangents, t))  # x(h) in T(h) + J (x - c) + [-r, r]
+                # x(h) in T(h) + J (x - c) + [-r, r]; where the set has no slope and r = 0, J moves only float
+                # generators and float balls enclose it (evaluated in Arb, U(h) took a twentieth of a step)
+                if not column and held.r_zero():
+                    J = columns_to_jacobians(fb, evaluate(polynomial.tangents, sign * lift(h)))
+                else:
+                    J = columns_to_jacobians(xp, evaluate(polynomial.exact_tangents(), t))
                 rests = np.array([flint.arb(0, r) for r in remainder], dtype=object)[:, None]
                 held = held.image(xp.reshape(evaluate(polynomial.exact, t), (N, n * d)) + rests, J)
                 # r falls like h^(p+1): the next step is 0.9 of the length that meets its allowance, at most twice this one
@@ -321,17 +326,19 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
 @dataclass(frozen=True)
 class _Polynomial:
     """T(t, x) = T(t) + U(t) (x - c), one validated step's polynomial over the set: ``exact``
-    T_0..T_p (Arb, exact; T_0 = c) and ``exact_tangents`` U_0..U_p (Arb, exact floats, (n d, N,
-    n, d): U_0 the unit directions), ``defects`` D_0..D_(p-1) of T at c (float balls),
+    T_0..T_p (Arb, exact; T_0 = c), ``defects`` D_0..D_(p-1) of T at c (float balls),
     ``at_centre`` T_k as float balls, ``on_set`` T_k + U_k (x - c) over the set and ``tangents``
-    U_k (float balls)."""
+    U_0..U_p (float balls of radius 0: exact floats, (n d, N, n, d), U_0 the unit directions)."""
 
     exact: list
-    exact_tangents: list
     defects: list
     at_centre: list
     on_set: list
     tangents: list
+
+    def exact_tangents(self) -> list:
+        """U_0..U_p as exact Arb balls."""
+        return [exact(Uk.m) for Uk in self.tangents]
 
 
 def _polynomial(block: Block, guide: Block, c: np.ndarray, centre: Balls, spread: np.ndarray,
@@ -348,7 +355,7 @@ def _polynomial(block: Block, guide: Block, c: np.ndarray, centre: Balls, spread
     for Tk, Uk in zip(at_centre, tangents, strict=True):
         moved = up(np.einsum("isj,si->sj", np.abs(Uk).reshape(n * d, N, -1), spread), n * d + 2).reshape(N, n, d)
         on_set.append(Balls(Tk.m, up(Tk.r + moved, 1)))
-    return _Polynomial(exact=T, exact_tangents=[exact(Uk) for Uk in tangents], defects=[from_arb(Dk) for Dk in D],
+    return _Polynomial(exact=T, defects=[from_arb(Dk) for Dk in D],
                        at_centre=at_centre, on_set=on_set, tangents=[Balls(Uk) for Uk in tangents])
 
 

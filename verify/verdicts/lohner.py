@@ -63,6 +63,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -195,17 +196,26 @@ class LohnerSet:
         """The largest radius of the enclosing box."""
         return max(float(z.rad()) for z in self.box().ravel())
 
-    def image(self, z: np.ndarray, J: np.ndarray) -> LohnerSet:
-        """The set {z + J (x - c)}: z (N, nd) balls, J (N, nd, nd) balls (module docstring);
-        each sequence keeps the narrower of its two candidate bases for r, and what z adds
-        around its midpoint becomes nd new generators."""
-        JA = np.matmul(J, self.slope)
-        slope = midpoints(JA)
-        z = z + _times_cube(JA - slope, self.radius)
-        moved = matmul(from_arb(J), Balls(self.generators))  # J G in float balls: its rounding and J's width into z
+    def r_zero(self) -> bool:
+        """Whether r is exactly 0 (inputs that are floats, every error a generator)."""
+        return all(v.is_zero() for v in self.coords.ravel())
+
+    def image(self, z: np.ndarray, J: Any) -> LohnerSet:
+        """The set {z + J (x - c)}: z (N, nd) balls, J (N, nd, nd) balls (module docstring):
+        Arb's, or float balls where they multiply only generators (no slope, r = 0); each
+        sequence keeps the narrower of its two candidate bases for r, and what z adds around
+        its midpoint becomes nd new generators."""
+        if isinstance(J, Balls) and (self.slope.shape[-1] or not self.r_zero()):
+            J = J.in_arb()  # sound, but a float J's width is first order in rho on the slope: callers pass Arb's
+        slope = self.slope
+        if slope.shape[-1]:
+            JA = np.matmul(J, slope)
+            slope = midpoints(JA)
+            z = z + _times_cube(JA - slope, self.radius)
+        moved = matmul(J, Balls(self.generators))  # J G in float balls: its rounding and J's width into z
         z = z + _balls(row_sums(moved.r))
         centre = midpoints(z)
-        if all(v.is_zero() for v in self.coords.ravel()):  # B r = 0 whatever B: inputs that are floats leave r at 0
+        if self.r_zero():  # B r = 0 whatever B
             held = replace(self, centre=centre, slope=slope, generators=moved.m)
             return held.with_generators(_as_generators(z - centre))
         M = np.matmul(J, exact(self.basis))
