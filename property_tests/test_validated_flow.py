@@ -233,11 +233,14 @@ def test_one_validated_step_contains_the_exact_step(seed, causal, scale, offset)
 
 
 @settings(max_examples=examples(6, "Arb enclosures against 60-100 digits"), deadline=None)
-@given(seed=seeds, offset=st.sampled_from([0.0, 30.0, 150.0]), spread=st.sampled_from([0.0, 1e-12, 1e-6]))
-def test_the_step_polynomial_and_its_defects_contain_the_exact_ones(seed, offset, spread):
-    """One validated step's polynomial T(t, x) = T(t) + U(t) (x - c) (``enclosure._polynomial``):
+@given(seed=seeds, offset=st.sampled_from([0.0, 30.0, 150.0]), spread=st.sampled_from([0.0, 1e-12, 1e-6]),
+       exact_orders=st.sampled_from([None, 1, 6]))
+def test_the_step_polynomial_and_its_defects_contain_the_exact_ones(seed, offset, spread, exact_orders):
+    """One validated step's polynomial T(t, x) = T(t) + U(t) (x - c) (``enclosure._polynomial``,
+    T's orders up to ``exact_orders`` from Arb and the rest from float64, or all from Arb):
     T_0 is the centre c exactly (an Arb point at 30 digits, which no float holds), the defect's
-    balls D_k below order p contain F_k(T) - (k + 1) T_(k+1) at 60 digits, and the float-ball
+    balls D_k below order p (from Arb, and above ``exact_orders`` from the float-ball series
+    along T) contain F_k(T) - (k + 1) T_(k+1) at 60 digits, and the float-ball
     series along T over the set (with U as tangents) contain the 60-digit F_k (k < q) and dF_k
     (k <= p, the tangents' orders) along T(t, x) at points x of the set.  ``offset`` moves each
     sequence's tokens far from 0 (c32a's states reach |x| ~ 190)."""
@@ -248,14 +251,17 @@ def test_the_step_polynomial_and_its_defects_contain_the_exact_ones(seed, offset
     s = np.full((2, 6), spread)
     with precision(30):
         c = midpoints(np.vectorize(lambda v: flint.arb(v) / 3, otypes=[object])(3 * X))  # not floats
-        poly = enclosure._polynomial(block.in_arb(), block, c, fb.from_arb(c), s, basis_directions(fb.namespace(), 3, 2))
+        poly = enclosure._polynomial(block.in_arb(), block, c, fb.from_arb(c), s, basis_directions(fb.namespace(), 3, 2),
+                                     exact_orders)
         fast = enclosure._in_float_balls(block.in_arb())
         sb = along_given(fast, poly.on_set, q, poly.tangents)
+        defects = poly.all_defects(along_given(fast, poly.at_centre, q))
     assert all(a.is_exact() and a == b for a, b in zip(poly.exact[0].ravel(), c.ravel(), strict=True))
+    assert len(poly.defects) == (exact_orders or p) and len(defects) == p
     with precision(60):
         at_c = along_given(block.in_arb(), poly.exact, q)
         for k in range(p):
-            assert _contains(poly.defects[k], at_c["F"][k] - (k + 1) * poly.exact[k + 1])
+            assert _contains(defects[k], at_c["F"][k] - (k + 1) * poly.exact[k + 1])
         x = c + np.vectorize(lambda v: flint.arb(v), otypes=[object])(rng.uniform(-1, 1, size=X.shape) * spread)
         moved = (x - c).reshape(2, 6)
         T = [Tk + np.einsum("isj,si->sj", Uk.reshape(6, 2, 6), moved).reshape(X.shape)

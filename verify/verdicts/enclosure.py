@@ -14,12 +14,16 @@ the set, and p = ORDER:
 
 1. *One polynomial for the whole set*, T(t, x) = T(t) + U(t) (x - c), with exact
    coefficients: T from c by the Taylor recurrences in Arb, each order's ball replaced by its
-   midpoint (:func:`verify.model.taylor.with_defects`), U the float64 tangent series at c
-   (U_0 = I).  Its coefficients are numbers, not balls: a ball recurrence feeds each order's
-   radius into the next through logits, weights and field, which grew the radii by about 500
-   per order at |x| ~ 190 while the coefficients grew by 6 (c32a, docs/verdicts.md).
+   midpoint (:func:`verify.model.taylor.with_defects`), up to the order K beyond which the
+   float64 series at c's float, whose error the step then bounds, costs the remainder little
+   (:func:`_exact_orders`: K ~ 6-9 at 30 digits, where the Arb recurrence to order p was a
+   sixth of a step), U the float64 tangent series at c (U_0 = I).  Its coefficients are
+   numbers, not balls: a ball recurrence feeds each order's radius into the next through
+   logits, weights and field, which grew the radii by about 500 per order at |x| ~ 190 while
+   the coefficients grew by 6 (c32a, docs/verdicts.md).
 2. *Its defect* D(t, x) = F(T(t, x)) - d/dt T(t, x), bounded at every order: below p by the
-   balls the Arb recurrence dropped (at c) plus the tangent series' defect times s; from p to
+   balls the Arb recurrence dropped at c (above K, by the float-ball series along T at c)
+   plus the tangent series' defect times s; from p to
    q = p + DEFECT_ORDERS by the field's series along T over the set
    (:func:`verify.model.taylor.along_given`, float64 balls: at order p in mean-value form, the
    value at c plus the derivatives over the set times s, above p by the balls over the set);
@@ -95,6 +99,8 @@ TOO_WIDE = "the balls are too wide"  # the one failure that more digits can cure
 PROGRESS_SECONDS = 8.0  # between progress lines of a long enclosure (a step more stays under 10 s)
 RULE_EPS = 1e-16  # the float64 step rule's relative tolerance (as the float64 flow's): it proposes, the remainder decides
 SHARE = 1e-3  # of the tolerance, for all the remainders together (before the flow amplifies them)
+FLOAT_ERROR = 1e-11  # relative: float balls along T wrap to 1e-12 of a coefficient by order 18 (c32e), midpoints 1e-15
+FLOAT_ORDERS_SHARE = 0.1  # of a step's allowance, at most, for T's float64 orders (else every order from Arb)
 
 
 @dataclass(frozen=True)
@@ -267,18 +273,27 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                 box, centre = from_arb(xp.reshape(held.box(), (N, n, d))), from_arb(c)
                 # |x - c| on the set, about c itself (c may lie outside the set's box: it rounds the last centre)
                 spread = up(np.abs(box.m - centre.m) + box.r + centre.r, 3).reshape(N, n * d)
-                polynomial = _polynomial(balls[b], guides[b], c, centre, spread, directions)
-                # at the centre, and over the set with tangents, centred alike as the mean-value forms combine them
-                sc, sb = along_given_pair(fast[b], polynomial.at_centre, polynomial.on_set, ORDER + DEFECT_ORDERS + 1,
-                                          polynomial.tangents)
-                low = lower_orders(polynomial.defects, sb, polynomial.tangents, spread)
-                logs = lognorms([sc["X"][k].m for k in range(ORDER + 1)])  # the centre's coefficients guide the step
-                rule = float(step_size(logs, ORDER, math.log(RULE_EPS) + max(0.0, logs[0])))
-                # no limit (the centre's coefficients all vanish: V = 0, tokens at 0, or underflow): the whole
-                # remaining duration, which the remainder's bound then accepts or shortens
-                limit = min(grow, rule)
-                h = min(left, Fraction(limit)) if math.isfinite(limit) else left
                 floor = 10.0 ** (REMAINDER_DIGITS - digits) * max(1.0, float(np.max(np.abs(centre.m))))
+                exact_orders = None  # T's orders from the Arb recurrence: chosen from the float64 series first
+                while True:
+                    polynomial = _polynomial(balls[b], guides[b], c, centre, spread, directions, exact_orders,
+                                             (float(left), grow, rates[k], floor))
+                    # at the centre, and over the set with tangents, centred alike as the mean-value forms combine them
+                    sc, sb = along_given_pair(fast[b], polynomial.at_centre, polynomial.on_set, ORDER + DEFECT_ORDERS + 1,
+                                              polynomial.tangents)
+                    rule = _rule([sc["X"][k].m for k in range(ORDER + 1)])  # the centre's coefficients guide the step
+                    # no limit (the centre's coefficients all vanish: V = 0, tokens at 0, or underflow): the whole
+                    # remaining duration, which the remainder's bound then accepts or shortens
+                    limit = min(grow, rule)
+                    h = min(left, Fraction(limit)) if math.isfinite(limit) else left
+                    low = lower_orders(polynomial.all_defects(sc), sb, polynomial.tangents, spread)
+                    K = len(polynomial.defects)  # D_K.. come from the float balls along T: T's float64 orders
+                    H = float(h)
+                    taken = float(np.max(np.tensordot(H ** np.arange(K + 1, ORDER + 1) / np.arange(K + 1, ORDER + 1),
+                                                      low[0][K:], axes=1))) if K < ORDER else 0.0
+                    if taken <= FLOAT_ORDERS_SHARE * max(floor, rates[k] * H):
+                        break
+                    exact_orders = ORDER  # the float64 orders took more of the allowance than they may: T from Arb
                 while True:
                     allowed = max(floor, rates[k] * float(h))
                     remainder, h, counted = step_remainder(fast[b], sc, sb, spread, h, sign, allowed, low)
@@ -340,16 +355,51 @@ class _Polynomial:
         """U_0..U_p as exact Arb balls."""
         return [exact(Uk.m) for Uk in self.tangents]
 
+    def all_defects(self, sc: Any) -> list:
+        """D_0..D_(p-1): ``defects`` (T's orders from Arb), then F_k - (k + 1) T_(k+1) with F_k
+        from the float-ball series along T at the centre, ``sc``."""
+        K = len(self.defects)
+        return self.defects + [sc["F"][k] - (k + 1) * self.at_centre[k + 1] for k in range(K, len(self.exact) - 1)]
+
+
+def _rule(X: list) -> float:
+    """The float64 step rule's length for the series X_0..X_p (:func:`verify.model.flow.step_size`)."""
+    logs = lognorms(X)
+    return float(step_size(logs, ORDER, math.log(RULE_EPS) + max(0.0, logs[0])))
+
+
+def _exact_orders(X: list, left: float, grow: float, rate: float, floor: float) -> int:
+    """How many orders K of T to take from the Arb recurrence, the rest being the float64
+    series X at the centre's float: T_k then errs by about FLOAT_ERROR |X_k|, which adds about
+    FLOAT_ERROR sum_(k>K) |X_k| h^k to the step's remainder (through its defect D_(k-1), times
+    h^k / k); K is the least order at which that stays below a tenth of FLOAT_ORDERS_SHARE of
+    the allowance, at the length the float64 rule proposes (ORDER where none: every order)."""
+    h = min(left, grow, _rule(X))
+    if not 0 < h < math.inf:
+        return ORDER
+    logs = lognorms(X)
+    with np.errstate(all="ignore"):
+        tail = np.cumsum((FLOAT_ERROR * np.exp(logs + np.arange(ORDER + 1) * math.log(h)))[::-1])[::-1]  # sum_(j>=k)
+    fits = np.nonzero(tail[2:] <= FLOAT_ORDERS_SHARE / 10 * max(floor, rate * h))[0]  # K with sum_(j>K) small, K >= 1
+    return int(fits[0]) + 1 if fits.size else ORDER
+
 
 def _polynomial(block: Block, guide: Block, c: np.ndarray, centre: Balls, spread: np.ndarray,
-                directions: Balls) -> _Polynomial:
+                directions: Balls, exact_orders: int | None = None,
+                step: tuple[float, float, float, float] | None = None) -> _Polynomial:
     """The step's polynomial (:class:`_Polynomial`): T from the centre c by
-    :func:`verify.model.taylor.with_defects` in Arb (``block``: the entries as written), U the
-    float64 tangent series at c's float (``guide``: any U will do, as T(t, x)'s defect is
-    bounded whatever it is), and T_k + U_k (x - c) for |x - c| <= ``spread`` (N, n d)."""
+    :func:`verify.model.taylor.with_defects` in Arb (``block``: the entries as written) to
+    order ``exact_orders`` K (by default as :func:`_exact_orders` chooses for ``step``: the
+    duration left, the last step's forecast, the allowance per unit of duration and its floor;
+    with neither, every order), above K the float64 series at c's float; U the float64 tangent
+    series at c's float (``guide``: any T_k above K and any U will do, as T(t, x)'s defect is
+    bounded whatever they are), and T_k + U_k (x - c) for |x - c| <= ``spread`` (N, n d).
+    ``defects`` then holds D_0..D_(K-1) only: the rest come from the series along T."""
     N, n, d = centre.shape
-    T, D = with_defects(block, c, ORDER)
-    _, tangents = coefficients(guide, centre.m, ORDER, U=directions.m)
+    X, tangents = coefficients(guide, centre.m, ORDER, U=directions.m)
+    K = exact_orders if exact_orders is not None else ORDER if step is None else _exact_orders(X, *step)
+    T, D = with_defects(block, c, K)
+    T = T + [exact(Xk) for Xk in X[K + 1:]]
     at_centre = [from_arb(Tk) for Tk in T]
     on_set = []
     for Tk, Uk in zip(at_centre, tangents, strict=True):
