@@ -14,7 +14,10 @@
   :func:`flow` per segment (baseline), residuals alone and with sensitivities;
 * the solver's inner loop, m = 8 and 32: step and initial-data Jacobians of 16 networks of 10 m
   layers at once (``apply_batch``, closed-form attention Jacobians) vs the generic per-network
-  ``apply`` for one network (baseline): the ratio is the cost of 16 starts in units of one.
+  ``apply`` for one network (baseline): the ratio is the cost of 16 starts in units of one;
+* parts of one validated step at m = 32 (``verify.verdicts.enclosure``): the field's series at
+  the centre and over the set in one batch vs two calls (baseline), and the step's polynomial
+  with T's orders above 8 from float64 vs every order from the Arb recurrence (baseline).
 """
 
 from __future__ import annotations
@@ -169,3 +172,67 @@ def test_segment_flows_baseline_one_at_a_time(benchmark, sensitivities):
     benchmark.group = f"30 segment flows, m = 18, sensitivities={sensitivities}"
     benchmark(lambda: [flow(blocks, list(zip(pattern, t, strict=True)), z, sensitivities=sensitivities)
                        for t, z in zip(durations, Z, strict=True)])
+
+
+def validated_step_parts(shape):
+    """One validated step's inputs at a state of shape (N, n, d) (``enclosure.enclose_flow``'s
+    first step from Gaussian tokens at 30 digits): the block in Arb and float balls, its
+    float64 guide, the centre, and the polynomial with every order of T from Arb."""
+    import dataclasses
+
+    from verify.model import float_balls
+    from verify.model.attention import basis_directions
+    from verify.verdicts import enclosure
+
+    N, n, d = shape
+    block = gaussian_blocks(0, d)[0].in_arb()
+    fast = enclosure._in_float_balls(block)
+    guide = dataclasses.replace(fast, Q=fast.Q.m, K=fast.K.m, V=fast.V.m, beta=float(fast.beta.m))
+    X = np.random.default_rng(0).normal(size=shape)
+    with precision(enclosure.DIGITS):
+        c = namespace("arb").asarray(X)
+    directions = basis_directions(float_balls.namespace(), n, d)
+    return block, fast, guide, c, float_balls.from_arb(c), np.full((N, n * d), 1e-12), directions
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 4), (4, 4, 2)], ids=["m32-2x4x4", "m32-4x4x2"])
+@pytest.mark.parametrize("series", ["pair", "baseline-two-calls"])
+def test_validated_step_series(benchmark, shape, series):
+    """The field's series along a validated step's polynomial at the centre and over the set
+    with tangents: one batch (``along_given_pair``) vs two calls (baseline)."""
+    from verify.model.taylor import along_given, along_given_pair
+    from verify.verdicts import enclosure, remainder
+
+    block, fast, guide, c, centre, spread, directions = validated_step_parts(shape)
+    with precision(enclosure.DIGITS):
+        poly = enclosure._polynomial(block, guide, c, centre, spread, directions)
+    q = remainder.ORDER + remainder.DEFECT_ORDERS + 1
+
+    def two_calls():
+        sc = along_given(fast, poly.at_centre, q)
+        return sc, along_given(fast, poly.on_set, q, poly.tangents, top=sc.dominant)
+
+    benchmark.group = f"validated step's series {shape} (one batch vs two calls)"
+    if series == "pair":
+        benchmark(along_given_pair, fast, poly.at_centre, poly.on_set, q, poly.tangents)
+    else:
+        benchmark(two_calls)
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 4), (4, 4, 2)], ids=["m32-2x4x4", "m32-4x4x2"])
+@pytest.mark.parametrize("orders", [8, "baseline-every-order"])
+def test_validated_step_polynomial(benchmark, shape, orders):
+    """A validated step's polynomial at 30 digits: T's orders above 8 from the float64 series
+    (where ``enclosure._exact_orders`` put K at c32e's and c32a's steps) vs every order from the
+    Arb recurrence (baseline)."""
+    from verify.verdicts import enclosure
+
+    block, _, guide, c, centre, spread, directions = validated_step_parts(shape)
+    K = orders if isinstance(orders, int) else None
+
+    def run():
+        with precision(enclosure.DIGITS):
+            return enclosure._polynomial(block, guide, c, centre, spread, directions, K)
+
+    benchmark.group = f"validated step's polynomial {shape} (float64 orders above 8 vs every order in Arb)"
+    benchmark(run)
