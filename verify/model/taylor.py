@@ -227,7 +227,7 @@ def along_given_pair(block: Block, T: list[Any], S: list[Any], order: int, dS: l
     rows centred on the entries T's series chooses (so that the two combine in mean-value
     forms), computed in one batch: T and S stacked as 2N sequences (T's tangents are computed
     and dropped).  Each sequence's arithmetic does not depend on the batch, so these are the
-    numbers of the two calls, in about 80 % of their time (at the validated steps' sizes,
+    numbers of the two calls, in about 90 % of their time (at the validated steps' sizes,
     NumPy's cost per call dominates).  Float balls only.
 
     >>> import numpy as np

@@ -16,7 +16,7 @@ the set, and p = ORDER:
    coefficients: T from c by the Taylor recurrences in Arb, each order's ball replaced by its
    midpoint (:func:`verify.model.taylor.with_defects`), up to the order K beyond which the
    float64 series at c's float, whose error the step then bounds, costs the remainder little
-   (:func:`_exact_orders`: K ~ 6-9 at 30 digits, where the Arb recurrence to order p was a
+   (:func:`_exact_orders`: K = 2-13 on c32a's and c32e's steps at 30 digits, where the Arb recurrence to order p was a
    sixth of a step), U the float64 tangent series at c (U_0 = I).  Its coefficients are
    numbers, not balls: a ball recurrence feeds each order's radius into the next through
    logits, weights and field, which grew the radii by about 500 per order at |x| ~ 190 while

@@ -142,10 +142,10 @@ def _logit_moves(block: Block, sc: Any, sb: Any, spread: np.ndarray, p: int) -> 
     held, known = sc["L"].shape[0] - 1, sb["dL"].shape[0]
     out = []
     for k in range(1, 2 * p + 1):
-        lo, hi = k - p, p  # both factors vanish above order p
+        lo, hi = max(0, k - p), min(k, p)  # both factors vanish above order p
 
         def product(A: Any, B: Any, k: int = k, lo: int = lo, hi: int = hi) -> Any:
-            return xp.cauchy(A[lo: hi + 1], B[k - lo: k - hi - 1: -1])
+            return xp.cauchy(A[lo: hi + 1], B[k - lo: (k - hi - 1) if hi < k else None: -1])
 
         # the same products, centred alike, as the series' own (taylor._recur), where it holds them
         L = sc["L"][k] if k < held else centred(xp, beta * product(sc["QX"], sc["KXt"]), sc["P"][0], sc.dominant)
