@@ -281,7 +281,7 @@ def enclose_flow(blocks: Sequence[Block], control: Sequence[tuple[int, Any]], X:
                     # at the centre, and over the set with tangents, centred alike as the mean-value forms combine them
                     sc, sb = along_given_pair(fast[b], polynomial.at_centre, polynomial.on_set, ORDER + DEFECT_ORDERS + 1,
                                               polynomial.tangents)
-                    rule = _rule([sc["X"][k].m for k in range(ORDER + 1)])  # the centre's coefficients guide the step
+                    rule = _rule(lognorms([sc["X"][k].m for k in range(ORDER + 1)]))  # the centre's coefficients guide
                     # no limit (the centre's coefficients all vanish: V = 0, tokens at 0, or underflow): the whole
                     # remaining duration, which the remainder's bound then accepts or shortens
                     limit = min(grow, rule)
@@ -362,9 +362,9 @@ class _Polynomial:
         return self.defects + [sc["F"][k] - (k + 1) * self.at_centre[k + 1] for k in range(K, len(self.exact) - 1)]
 
 
-def _rule(X: list) -> float:
-    """The float64 step rule's length for the series X_0..X_p (:func:`verify.model.flow.step_size`)."""
-    logs = lognorms(X)
+def _rule(logs: np.ndarray) -> float:
+    """The float64 step rule's length for a series whose coefficients' log norms are ``logs``
+    (:func:`verify.model.flow.lognorms`, :func:`verify.model.flow.step_size`)."""
     return float(step_size(logs, ORDER, math.log(RULE_EPS) + max(0.0, logs[0])))
 
 
@@ -374,10 +374,10 @@ def _exact_orders(X: list, left: float, grow: float, rate: float, floor: float) 
     FLOAT_ERROR sum_(k>K) |X_k| h^k to the step's remainder (through its defect D_(k-1), times
     h^k / k); K is the least order at which that stays below a tenth of FLOAT_ORDERS_SHARE of
     the allowance, at the length the float64 rule proposes (ORDER where none: every order)."""
-    h = min(left, grow, _rule(X))
+    logs = lognorms(X)
+    h = min(left, grow, _rule(logs))
     if not 0 < h < math.inf:
         return ORDER
-    logs = lognorms(X)
     with np.errstate(all="ignore"):
         tail = np.cumsum((FLOAT_ERROR * np.exp(logs + np.arange(ORDER + 1) * math.log(h)))[::-1])[::-1]  # sum_(j>=k)
     fits = np.nonzero(tail[2:] <= FLOAT_ORDERS_SHARE / 10 * max(floor, rate * h))[0]  # K with sum_(j>K) small, K >= 1
