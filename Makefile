@@ -69,13 +69,15 @@ models: $(STAMP)
 	mkdir -p reports/benchmarks
 	$(PY) -m pytest -q -s -o addopts="" -o python_files="bench_*.py" property_tests/benchmarks/bench_models.py --benchmark-json=reports/benchmarks/models.json
 
-# The certificates' reach table of issues 51 and 66 (docs/verdicts.md): witnesses at m = 8-64 from stated seeds,
-# certified replay and existence proof for each, one row per unit of a sweep on a local Dask cluster (one
-# process per core), journalled in reports/certificates/journal.jsonl; RESUME=1 takes the rows finished there.
+# The certificates' reach table of issues 51 and 66 (docs/verdicts.md): the witness files at m = 8-64 in
+# property_tests/certificate_witnesses/, certified replay and existence proof for each, one row per unit of a
+# sweep on a local Dask cluster (one process per core), journalled in reports/certificates/journal.jsonl;
+# RESUME=1 takes the rows finished there, SEARCH=1 makes the witnesses afresh from their seeds.
 RESUME ?=
+SEARCH ?=
 certificates: $(STAMP)
 	mkdir -p reports/certificates
-	$(PY) -m property_tests.certificates_table reports/certificates $(if $(RESUME),--resume) | tee reports/certificates/table.jsonl
+	$(PY) -m property_tests.certificates_table reports/certificates $(if $(RESUME),--resume) $(if $(SEARCH),--search) | tee reports/certificates/table.jsonl
 
 # Error estimates tested as claims: COUNT adversarial draws from seed FIRST, the float64 estimate
 # against a 30-digit truth (docs/verdicts.md); about an hour for 1200 draws on one core.
