@@ -139,6 +139,14 @@ def test_run_refuses_to_replace_a_report_before_any_work(tmp_path):
     assert (tmp_path / "verification.json").read_text() == "the user's" and not (tmp_path / "summary.md").exists()
 
 
+def test_run_refuses_a_witnesses_folder_with_files_before_any_work(tmp_path):
+    (tmp_path / "witnesses").mkdir()
+    (tmp_path / "witnesses" / "mine.json").write_text("the user's")
+    r = run("run", "--theorem", "causal", "--no-reach", "--scheduler", "none", "--out", str(tmp_path))
+    assert r.returncode == 2 and "mine.json already exists" in r.stderr and "--force" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "verification.json").exists()
+
+
 # ---------------------------------------------------------------- verify rank
 
 

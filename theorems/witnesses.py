@@ -98,7 +98,8 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
                    settings: Settings, progress: Callable[[str], None] | None = None,
                    existence: bool = False) -> tuple[list[Check], object]:
     """Solve, replay (in float64, or at the digits the solver needed for an unstable network),
-    write the witness and replay it at 40 digits; with ``existence`` (the standard and paper
+    write the witness (kept in the check's details, which the report writes to a file:
+    :mod:`verify.reporting.witness_files`) and replay it at 40 digits; with ``existence`` (the standard and paper
     profiles: about 7 s a control at m = 8, docs/verdicts.md 2026-12-06), a certified control
     also gets :func:`existence_check`."""
     sol = solve(blocks, X, Y, settings, progress)
@@ -126,7 +127,7 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
             value, quantity = np.inf, "infinite: an Arb ball of the image lies wholly outside the tolerance"
         out.append(check(f"the witness file maps the inputs within its tolerance [{label}]", value, doc["tolerance"],
                          "the tolerance written into the witness", quantity=quantity,
-                         certified=cert["verdict"] == "CERTIFIED", error=verdict["error"],
+                         certified=cert["verdict"] == "CERTIFIED", error=verdict["error"], witness=doc,
                          integration_error_estimate=verdict["integration_error_estimate"],
                          certificate={k: cert.get(k) for k in ("verdict", "error_upper", "width", "validated_steps",
                                                                "precision", "reason") if k in cert}))

@@ -219,18 +219,22 @@ def run_theorems(profile: str = "quick", seed: int = 0, *, theorems: Sequence[st
 def write_report(doc: dict[str, Any], directory: str | Path, *, force: bool = False,
                  benchmark_reach: list[dict[str, Any]] | None = None,
                  performance: list[dict[str, Any]] | None = None) -> Path:
-    """Write ``verification.json``, ``summary.md`` and ``appendix/`` (figures, appendix.tex,
-    standalone.tex) of a report into ``directory``; existing ones are refused unless ``force``.
-    The benchmark rows (``make reach``, ``make bench``) join the summary when given.  Returns
-    the path of ``verification.json``."""
+    """Write ``verification.json``, ``summary.md``, ``appendix/`` (figures, appendix.tex,
+    standalone.tex) and ``witnesses/`` (each replayed witness as a file that ``verify check``
+    re-checks, :mod:`verify.reporting.witness_files`) of a report into ``directory``; existing
+    ones are refused unless ``force``.  The benchmark rows (``make reach``, ``make bench``) join
+    the summary when given.  Returns the path of ``verification.json``."""
     from theorems import registry
-    from verify.reporting import appendix, report, summary
+    from verify.reporting import appendix, report, summary, witness_files
 
     report.check_theorem_document(doc, "write_report")
+    files, doc = witness_files.take(doc)
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     check_outputs(d, REPORT_FILES, ("appendix",), force=force)
-    check_outputs(d / "appendix", appendix.OUTPUTS, force=force)  # before anything is written
+    check_outputs(d / "appendix", appendix.OUTPUTS, force=force)
+    witness_files.check(list(files), d, force=force)  # before anything is written
+    witness_files.write(files, d)
     path = report.write(doc, d)
     rendered = report.plain(doc)
     replace_file(d / "summary.md", summary.render(rendered, benchmark_reach, performance))

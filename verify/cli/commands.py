@@ -26,7 +26,7 @@ from verify.lie.admissibility import check_admissible
 from verify.lie.hall import basis, str_word
 from verify.model.blocks import gaussian_blocks
 from verify.model.dynamics import dynamics
-from verify.reporting import appendix, report, selfcheck, summary
+from verify.reporting import appendix, report, selfcheck, summary, witness_files
 from verify.reporting.results import kind_of, yes_no
 from verify.reporting.rounding import bound, down, up
 from verify.search.settings import Settings
@@ -177,6 +177,7 @@ def _check_report_paths(out: Path, force: bool, resume: bool) -> None:
     it, or replace earlier outputs without ``force`` (the journal is an input under ``resume``)."""
     check_outputs(out, api.REPORT_FILES + (() if resume else (JOURNAL,)), ("appendix",), force=force)
     check_outputs(out / "appendix", appendix.OUTPUTS, force=force)
+    witness_files.check(None, out, force=force)
 
 
 def _benchmark_rows(reports: Path) -> tuple[list | None, list | None]:

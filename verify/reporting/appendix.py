@@ -34,7 +34,7 @@ from typing import Any
 
 from verify.io.files import replace_file
 from verify.reporting.latex import escape, text
-from verify.reporting.results import kind_of, notes, yes_no
+from verify.reporting.results import kind_of, notes, witness_rows, yes_no
 from verify.reporting.rounding import down, strict_below, up
 from verify.reporting.summary import journal_line, selfcheck_line, shapes
 from verify.version import NAME, describe, provenance
@@ -125,6 +125,9 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements:
                 f"Notes to Table~\\ref{{{label}}}:", "\\begin{enumerate}\\footnotesize"]
         out += [f"\\item value: {text(q)}; bound: {text(o)}" for q, o in distinct]
         out.append("\\end{enumerate}")
+        if files := witness_rows(t["checks"]):
+            out += ["", "Witness files (\\texttt{verify check} re-checks a row): " + "; ".join(
+                f"row {i}, \\texttt{{{escape(f)}}}" for i, f in files) + "."]
     if doc.get("reach"):
         out += ["", "\\subsection*{Solver reach on independent Gaussian targets}",
                 "Not a theorem check: inputs and targets i.i.d.\\ $N(0, 1)$, blocks drawn with them; the share of "

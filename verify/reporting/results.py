@@ -86,6 +86,17 @@ def yes_no(c: dict[str, Any], key: str = "value") -> str | None:
     return "yes" if key == "bound" or passes(c["value"], c["bound"]) else "no"
 
 
+def witness_rows(checks: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    """(1-based row, file) of each check whose witness the report wrote to a file
+    (:mod:`verify.reporting.witness_files`).
+
+    >>> witness_rows([{"details": {}}, {"details": {"witness_file": "witnesses/T1.json"}}])
+    [(2, 'witnesses/T1.json')]
+    """
+    return [(i, str(c["details"]["witness_file"])) for i, c in enumerate(checks, 1)
+            if isinstance(c.get("details"), dict) and c["details"].get("witness_file")]
+
+
 def notes(checks: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[int]]:
     """The distinct (what the value is, where the bound comes from) pairs of ``checks`` in order
     of first appearance, and each check's 1-based number in that list (tables cite them).

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from verify.reporting.results import KINDS, kind_of, notes, yes_no
+from verify.reporting.results import KINDS, kind_of, notes, witness_rows, yes_no
 from verify.reporting.rounding import bound, up
 from verify.version import NAME, describe
 
@@ -151,6 +151,9 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
                        f"{'pass' if c['passed'] else 'FAIL'} | {kind_of(c)} | [{k}] |")
         out += ["", "Notes:", ""]
         out += [f"{k}. value: {_cell(q)}; bound: {_cell(o)}" for k, (q, o) in enumerate(distinct, 1)]
+        if files := witness_rows(t["checks"]):
+            out += ["", "Witness files, relative to this summary's folder; `verify check FILE` re-checks a row:", "",
+                    *(f"- row {i}: `{_cell(f)}`" for i, f in files)]
     out += ["", "## Solver reach on independent Gaussian targets", ""]
     if doc.get("reach"):
         out += ["Not a theorem check: the share of instances (inputs and targets i.i.d. N(0, 1)) for which the "

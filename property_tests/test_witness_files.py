@@ -1,0 +1,73 @@
+"""Every replayed witness of a report is a file that `verify check` re-checks (issue 67, item 3)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from verify import api
+from verify.io import witness
+from verify.io.errors import InputError
+from verify.model.blocks import gaussian_blocks
+from verify.reporting import report
+from verify.reporting.results import check
+from verify.verdicts import replay
+
+
+def _witness(seed):
+    blocks = gaussian_blocks(seed, 2)
+    X = np.random.default_rng(seed).normal(size=(1, 2, 2))
+    return witness.make(blocks, X, X, "finite", [(0, 0.0)], 1e-12)  # no step: the image is X, exactly
+
+
+def _doc(*seeds):
+    checks = [check("the witness file maps the inputs within its tolerance [N=1,n=2,d=2]", 0.0, 1e-12, "tolerance",
+                    quantity="max |image - target|", certified=True, witness=_witness(s)).as_dict() for s in seeds]
+    checks.append(check("a row without a witness [N=1,n=2,d=2]", 0.0, 1.0, "o", quantity="q").as_dict())
+    theorem = {"name": "T2", "title": "finite depth", "statement": "s", "latex": "s", "hypotheses": [],
+               "profile_settings": {}, "passed": True, "checks": checks}
+    return report.theorem_document("quick", 0, [theorem], {}, {})
+
+
+def test_the_report_writes_each_witness_to_a_file_that_verify_check_certifies(tmp_path):
+    doc = _doc(1, 2)
+    api.write_report(doc, tmp_path)
+    files = sorted(p.name for p in (tmp_path / "witnesses").iterdir())
+    assert files == ["T2-N=1-n=2-d=2-2.json", "T2-N=1-n=2-d=2.json"]
+    for name, seed in (("T2-N=1-n=2-d=2.json", 1), ("T2-N=1-n=2-d=2-2.json", 2)):
+        w = witness.parse((tmp_path / "witnesses" / name).read_text())
+        assert replay.certify(w)["verdict"] == "CERTIFIED"
+        assert np.array_equal(w.inputs, np.asarray(_witness(seed)["inputs"]))
+    written = json.loads((tmp_path / "verification.json").read_text())
+    details = [c["details"] for c in written["theorems"][0]["checks"]]
+    assert details[:2] == [{"witness_file": "witnesses/T2-N=1-n=2-d=2.json"}, {"witness_file": "witnesses/T2-N=1-n=2-d=2-2.json"}]
+    assert "witness_file" not in details[2]
+    assert "witness" in doc["theorems"][0]["checks"][0]["details"]  # the caller's document is left as it was
+    summary = (tmp_path / "summary.md").read_text()
+    assert "- row 1: `witnesses/T2-N=1-n=2-d=2.json`" in summary and "- row 2: `witnesses/T2-N=1-n=2-d=2-2.json`" in summary
+    tex = (tmp_path / "appendix" / "appendix.tex").read_text()
+    assert "row 1, \\texttt{witnesses/T2-N=1-n=2-d=2.json}" in tex
+
+
+def test_a_witness_file_there_is_replaced_only_when_asked_and_before_anything_is_written(tmp_path):
+    (tmp_path / "witnesses").mkdir()
+    mine = tmp_path / "witnesses" / "T2-N=1-n=2-d=2.json"
+    mine.write_text("a file of mine")
+    with pytest.raises(InputError, match="already exists"):
+        api.write_report(_doc(1), tmp_path)
+    assert mine.read_text() == "a file of mine" and not (tmp_path / "verification.json").exists()
+    api.write_report(_doc(1), tmp_path, force=True)
+    assert witness.parse(mine.read_text()).depth == "finite"
+
+
+def test_a_linked_witnesses_folder_is_refused_and_nothing_is_written_through_it(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "witnesses").symlink_to(elsewhere)
+    with pytest.raises(InputError, match="symbolic link"):
+        api.write_report(_doc(1), out, force=True)
+    assert list(elsewhere.iterdir()) == [] and not (out / "verification.json").exists()
