@@ -144,5 +144,23 @@ def witness(blocks, X, depth, steps, tolerance, beta=1.0, causal=False):
     }
 
 
+def replay(doc, dps=None):
+    """max |image - target| of a witness document (the JSON of docs/conventions.md, read here
+    without ``verify``): in float64 (DOP853 or the network's layers), or at ``dps`` digits."""
+    blocks = [tuple(np.array(blk[k], dtype=object if dps else float) for k in "QKV") for blk in doc["blocks"]]
+    beta, causal = doc["attention"]["beta"], doc["attention"]["causal"]
+    continuous = doc["depth"] == "continuous"
+    key, length = ("steps", "duration") if continuous else ("layers", "step")
+    steps = [(s["block"], s[length] if dps else float(s[length])) for s in doc[key]]
+    X = np.array(doc["inputs"], dtype=object if dps else float)
+    if dps is None:
+        Y = flow(blocks, steps, X, beta, causal) if continuous else network(blocks, steps, X, beta, causal)
+        return float(np.max(np.abs(Y - np.array(doc["targets"], dtype=float))))
+    with mpmath.workdps(dps):
+        Y = flow(blocks, steps, X, beta, causal, dps=dps) if continuous else network(blocks, steps, X, beta, causal, dps=dps)
+        T = np.vectorize(mpmath.mpf, otypes=[object])(np.array(doc["targets"], dtype=object))
+        return float(max(abs(a - b) for a, b in zip(Y.ravel(), T.ravel(), strict=True)))
+
+
 def dumps(doc) -> str:
     return json.dumps(doc)

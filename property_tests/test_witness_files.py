@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from property_tests import independent
 from verify import api
 from verify.io import witness
 from verify.io.errors import InputError
@@ -49,6 +50,20 @@ def test_the_report_writes_each_witness_to_a_file_that_verify_check_certifies(tm
     assert "- row 1: `witnesses/T2-N=1-n=2-d=2.json`" in summary and "- row 2: `witnesses/T2-N=1-n=2-d=2-2.json`" in summary
     tex = (tmp_path / "appendix" / "appendix.tex").read_text()
     assert "row 1, \\texttt{witnesses/T2-N=1-n=2-d=2.json}" in tex
+
+
+def test_a_control_written_by_the_report_replays_within_its_tolerance_independently(tmp_path):
+    blocks = gaussian_blocks(3, 2)
+    X = np.random.default_rng(3).normal(size=(2, 2, 2))
+    steps = [(0, 0.3), (1, -0.2), (0, 0.25)]
+    made = independent.witness([(b.Q, b.K, b.V) for b in blocks], X, "continuous", steps, 1e-9)
+    doc = _doc(1)
+    doc["theorems"][0]["checks"][0]["details"]["witness"] = made
+    api.write_report(doc, tmp_path)
+    written = json.loads((tmp_path / "witnesses" / "T2-N=1-n=2-d=2.json").read_text())
+    assert written == json.loads(witness.dumps(made))
+    assert independent.replay(written, dps=30) <= written["tolerance"]
+    assert replay.certify(witness.parse(json.dumps(written)))["verdict"] == "CERTIFIED"
 
 
 def test_a_witness_file_there_is_replaced_only_when_asked_and_before_anything_is_written(tmp_path):

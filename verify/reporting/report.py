@@ -29,9 +29,11 @@ Two versioned schemas.  ``verification-report/1`` (engine self-checks, ``verify 
 
 A check's ``quantity`` says what its value is; ``boolean`` marks a yes/no check (value 0 for
 yes); both were added within schema /2 and are optional when a report is read (an older one
-renders with "not recorded").  ``code`` names the suite's version and git commit (with
-``dirty`` when tracked files differed from it), so that two reports from different code say so;
-``selfcheck`` is the verdict of the engine self-check found beside the report, if any.
+renders with "not recorded").  ``details.witness_file``, also optional, names the file of the
+witness a row replays, relative to the report's folder (:mod:`verify.reporting.witness_files`).
+``code`` names the suite's version and git commit (with ``dirty`` when tracked files differed
+from it), so that two reports from different code say so; ``selfcheck`` is the verdict of the
+engine self-check found beside the report, if any.
 
 ``sweep`` (:mod:`verify.sweep.records`) says where the units ran; "journal" counts those taken
 from an earlier run's journal (``--resume``).

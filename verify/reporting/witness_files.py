@@ -31,11 +31,11 @@ FOLDER = "witnesses"
 
 
 def _name(theorem: str, check: str) -> str:
-    """``<theorem>-<label>.json`` in letters, digits, ``=`` and ``.`` (each other run of
+    """``<theorem>-<label>.json`` in letters, digits, ``_``, ``=`` and ``.`` (each other run of
     characters one ``-``)."""
     label = re.findall(r"\[([^\]]*)\]", check)
     stem = "-".join([theorem, *label[-1:]])
-    return re.sub(r"[^A-Za-z0-9=.]+", "-", stem).strip("-") + ".json"
+    return re.sub(r"[^A-Za-z0-9_=.]+", "-", stem).strip("-") + ".json"
 
 
 def take(doc: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
