@@ -401,3 +401,11 @@ def test_run_logs_progress_lines_when_stderr_is_not_a_terminal(tmp_path):
     assert r.returncode == 0, r.stderr
     lines = [x for x in r.stderr.splitlines() if x.startswith("  sweep: ")]
     assert lines and lines[-1].startswith("  sweep: 1/1 units") and "s left" in lines[-1], r.stderr
+    # the row's witness is a file that `verify check` certifies (issue 67), and the row names it
+    files = sorted((tmp_path / "witnesses").iterdir())
+    assert len(files) == 1 and files[0].name.startswith("finite_depth-N="), files
+    named = [c["details"].get("witness_file") for t in json.loads((tmp_path / "verification.json").read_text())["theorems"]
+             for c in t["checks"]]
+    assert f"witnesses/{files[0].name}" in named
+    again = run("check", str(files[0]))
+    assert again.returncode == 0 and again.stdout.startswith("CERTIFIED"), again.stdout + again.stderr
