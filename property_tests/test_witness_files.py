@@ -86,3 +86,11 @@ def test_a_linked_witnesses_folder_is_refused_and_nothing_is_written_through_it(
     with pytest.raises(InputError, match="symbolic link"):
         api.write_report(_doc(1), out, force=True)
     assert list(elsewhere.iterdir()) == [] and not (out / "verification.json").exists()
+
+
+def test_a_witness_that_is_not_a_document_is_refused_in_one_line_before_anything_is_written(tmp_path):
+    doc = _doc(1)
+    doc["theorems"][0]["checks"][0]["details"]["witness"] = "not a witness"
+    with pytest.raises(InputError, match="details.witness must be a witness document"):
+        api.write_report(doc, tmp_path)
+    assert list(tmp_path.iterdir()) == []

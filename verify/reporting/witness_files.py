@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from verify.io import witness
+from verify.io.errors import InputError
 from verify.io.files import check_outputs, replace_file
 
 FOLDER = "witnesses"
@@ -48,6 +49,9 @@ def take(doc: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
             w = c["details"].pop("witness", None)
             if w is None:
                 continue
+            if not isinstance(w, dict):  # a report made or edited by hand
+                raise InputError(f"the check {c['name']!r} of {t['name']}: details.witness must be a witness document "
+                                 f"(a JSON object), not {type(w).__name__}")
             name, k = _name(t["name"], c["name"]), 1
             while name in files:
                 k += 1
