@@ -123,6 +123,7 @@ def _copy(report: Path, tmp_path: Path) -> Path:
     for name in ("verification.json", "summary.md"):
         (out / name).unlink()
     shutil.rmtree(out / "appendix")
+    shutil.rmtree(out / "witnesses")  # the run's outputs gone, its journal kept
     return out
 
 
