@@ -43,11 +43,15 @@ def test_the_report_writes_each_witness_to_a_file_that_verify_check_certifies(tm
         assert np.array_equal(w.inputs, np.asarray(_witness(seed)["inputs"]))
     written = json.loads((tmp_path / "verification.json").read_text())
     details = [c["details"] for c in written["theorems"][0]["checks"]]
-    assert details[:2] == [{"witness_file": "witnesses/T2-N=1-n=2-d=2.json"}, {"witness_file": "witnesses/T2-N=1-n=2-d=2-2.json"}]
+    assert [d["witness_file"] for d in details[:2]] == ["witnesses/T2-N=1-n=2-d=2.json", "witnesses/T2-N=1-n=2-d=2-2.json"]
+    described = {k: details[0][k] for k in ("witness_depth", "witness_length", "witness_shape")}
+    assert described == {"witness_depth": "finite", "witness_length": 1, "witness_shape": [1, 2, 2]}
     assert "witness_file" not in details[2]
     assert "witness" in doc["theorems"][0]["checks"][0]["details"]  # the caller's document is left as it was
     summary = (tmp_path / "summary.md").read_text()
-    assert "- row 1: `witnesses/T2-N=1-n=2-d=2.json`" in summary and "- row 2: `witnesses/T2-N=1-n=2-d=2-2.json`" in summary
+    row = "| T2 | N=1,n=2,d=2 | 4 | finite | 1 | 0 (certified) | <= 9.99e-13 | not proved | `witnesses/T2-N=1-n=2-d=2.json` |"
+    assert row in summary
+    assert summary.count("`witnesses/T2-N=1-n=2-d=2-2.json`") == 1
     tex = (tmp_path / "appendix" / "appendix.tex").read_text()
     assert "row 1, \\texttt{witnesses/T2-N=1-n=2-d=2.json}" in tex
 
@@ -94,3 +98,16 @@ def test_a_witness_that_is_not_a_document_is_refused_in_one_line_before_anything
     with pytest.raises(InputError, match="details.witness must be a witness document"):
         api.write_report(doc, tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_witnesses_table_shows_the_exact_solution_proved_for_the_same_instance(tmp_path):
+    doc = _doc(1)
+    checks = doc["theorems"][0]["checks"]
+    checks.append(check("Krawczyk: K(B) inside B [N=1,n=2,d=2]", 0.5, 1.0, "Krawczyk", quantity="K reach / r", certified=True,
+                        radius=3e-14).as_dict())
+    checks.append(check("Krawczyk: K(B) inside B [N=9,n=2,d=2]", 0.5, 1.0, "Krawczyk", quantity="K reach / r", certified=True,
+                        radius=7e-14).as_dict())  # another instance's proof does not count
+    api.write_report(doc, tmp_path)
+    row = [x for x in (tmp_path / "summary.md").read_text().splitlines() if "witnesses/T2-N=1-n=2-d=2.json" in x]
+    cells = [x.strip() for x in row[0].split("|")]
+    assert len(row) == 1 and cells[8] == "proved, radius 3e-14", cells

@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from verify.reporting.results import KINDS, kind_of, notes, witness_rows, yes_no
 from verify.reporting.rounding import bound, up
 from verify.version import NAME, describe
@@ -64,6 +66,33 @@ def selfcheck_line(doc: dict[str, Any]) -> str:
     same = "the same code" if s.get("code") == doc.get("code") else f"other code: {describe(s.get('code'))}"
     return (f"{'PASS' if s['passed'] else 'FAIL'}, {s['checks_passed']} of {s['checks']} checks (seed {s['seed']}, "
             f"{s['file']}, {same}).")
+
+
+def _witness_table(doc: dict[str, Any]) -> list[str]:
+    """One row per witness file (:mod:`verify.reporting.witness_files`): its instance, size, the
+    row's bound on max |image - target|, and the exact solution proved near it (the check of the
+    same instance that records a Krawczyk radius), or nothing where the report has no file."""
+    rows = []
+    for t in doc["theorems"]:
+        for i, f in witness_rows(t["checks"]):
+            c = t["checks"][i - 1]
+            d = c["details"]
+            label = c["name"][c["name"].rfind("["):]
+            shape = d.get("witness_shape")
+            m = int(np.prod(shape)) if isinstance(shape, list) and shape else "not recorded"
+            proof = next((e for e in t["checks"] if e is not c and e["name"].endswith(label) and "radius" in e["details"]), None)
+            exact = (f"proved, radius {_number(proof['details']['radius'], up)}" if proof and proof["passed"]
+                     and proof["certified"] and isinstance(proof["details"]["radius"], (int, float)) else "not proved")
+            rows.append(f"| {t['name']} | {_cell(label.strip('[]'))} | {m} | {_cell(d.get('witness_depth', 'not recorded'))} | "
+                        f"{_cell(d.get('witness_length', 'not recorded'))} | {_shown(c, 'value')} ({kind_of(c)}) | "
+                        f"{_shown(c, 'bound')} | {exact} | `{_cell(f)}` |")
+    if not rows:
+        return []
+    return ["", "## Witnesses", "",
+            "Each witness a row replays, as a file relative to this summary's folder: `verify check FILE` re-checks it "
+            "(the image's bound, and the exact solution near it where one was proved).", "",
+            "| theorem | instance | m | depth | steps or layers | max \\|image - target\\| | tolerance | exact solution | file |",
+            "|---|---|---|---|---|---|---|---|---|", *rows]
 
 
 def _cell(text: str) -> str:
@@ -151,9 +180,7 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
                        f"{'pass' if c['passed'] else 'FAIL'} | {kind_of(c)} | [{k}] |")
         out += ["", "Notes:", ""]
         out += [f"{k}. value: {_cell(q)}; bound: {_cell(o)}" for k, (q, o) in enumerate(distinct, 1)]
-        if files := witness_rows(t["checks"]):
-            out += ["", "Witness files, relative to this summary's folder; `verify check FILE` re-checks a row:", "",
-                    *(f"- row {i}: `{_cell(f)}`" for i, f in files)]
+    out += _witness_table(doc)
     out += ["", "## Solver reach on independent Gaussian targets", ""]
     if doc.get("reach"):
         out += ["Not a theorem check: the share of instances (inputs and targets i.i.d. N(0, 1)) for which the "

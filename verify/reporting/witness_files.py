@@ -4,8 +4,9 @@ re-checks.
 A check whose ``details`` hold the witness it judged (``"witness"``: the witness document of
 :func:`verify.io.witness.make`, as :func:`theorems.witnesses.control_checks` records it) gets
 the file ``witnesses/<theorem>-<label>.json`` beside ``verification.json`` instead: the
-document moves into the file, and ``details["witness_file"]`` names it (relative to the
-report's directory), so that ``verify check OUT/witnesses/<file>`` re-checks the row.  The
+document moves into the file, ``details["witness_file"]`` names it (relative to the report's
+directory) and ``witness_depth``, ``witness_length`` (steps or layers) and ``witness_shape``
+(N, n, d) describe it, so that ``verify check OUT/witnesses/<file>`` re-checks the row.  The
 label is the check's bracketed instance (``[N=2,n=2,d=2]``), so the names follow from the
 profile and do not depend on the run.
 
@@ -13,8 +14,8 @@ profile and do not depend on the run.
 ...     {"name": "the witness file maps the inputs within its tolerance [N=2,n=2,d=2]",
 ...      "details": {"witness": {"schema": "..."}}}]}]}
 >>> files, written = take(doc)
->>> sorted(files), written["theorems"][0]["checks"][0]["details"]
-(['T1-N=2-n=2-d=2.json'], {'witness_file': 'witnesses/T1-N=2-n=2-d=2.json'})
+>>> sorted(files), written["theorems"][0]["checks"][0]["details"]["witness_file"]
+(['T1-N=2-n=2-d=2.json'], 'witnesses/T1-N=2-n=2-d=2.json')
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import copy
 import re
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from verify.io import witness
 from verify.io.errors import InputError
@@ -57,7 +60,10 @@ def take(doc: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
                 k += 1
                 name = _name(t["name"], c["name"]).removesuffix(".json") + f"-{k}.json"
             files[name] = witness.dumps(w)
-            c["details"]["witness_file"] = f"{FOLDER}/{name}"
+            steps = w.get("steps", w.get("layers"))
+            c["details"] |= {"witness_file": f"{FOLDER}/{name}", "witness_depth": w.get("depth"),
+                             "witness_length": len(steps) if isinstance(steps, list) else None,
+                             "witness_shape": list(np.shape(w.get("inputs")))}
     return files, doc
 
 
