@@ -49,7 +49,7 @@ def test_the_report_writes_each_witness_to_a_file_that_verify_check_certifies(tm
     assert "witness_file" not in details[2]
     assert "witness" in doc["theorems"][0]["checks"][0]["details"]  # the caller's document is left as it was
     summary = (tmp_path / "summary.md").read_text()
-    row = "| T2 | N=1,n=2,d=2 | 4 | finite | 1 | 0 (certified) | <= 9.99e-13 | not proved | `witnesses/T2-N=1-n=2-d=2.json` |"
+    row = "| T2 | N=1,n=2,d=2 | 4 | finite | 1 | 0 (certified) | <= 9.99e-13 | not tried | `witnesses/T2-N=1-n=2-d=2.json` |"
     assert row in summary
     assert summary.count("`witnesses/T2-N=1-n=2-d=2-2.json`") == 1
     tex = (tmp_path / "appendix" / "appendix.tex").read_text()
@@ -108,6 +108,11 @@ def test_the_witnesses_table_shows_the_exact_solution_proved_for_the_same_instan
     checks.append(check("Krawczyk: K(B) inside B [N=9,n=2,d=2]", 0.5, 1.0, "Krawczyk", quantity="K reach / r", certified=True,
                         radius=7e-14).as_dict())  # another instance's proof does not count
     api.write_report(doc, tmp_path)
+    failed = _doc(1)
+    failed["theorems"][0]["checks"].append(check("Krawczyk: K(B) inside B [N=1,n=2,d=2]", np.inf, 1.0, "Krawczyk",
+                                                 quantity="K reach / r", radius=None).as_dict())
+    api.write_report(failed, tmp_path / "failed")
+    assert "| not proved | `witnesses/T2-N=1-n=2-d=2.json` |" in (tmp_path / "failed" / "summary.md").read_text()
     row = [x for x in (tmp_path / "summary.md").read_text().splitlines() if "witnesses/T2-N=1-n=2-d=2.json" in x]
     cells = [x.strip() for x in row[0].split("|")]
     assert len(row) == 1 and cells[8] == "proved, radius 3e-14", cells

@@ -71,7 +71,8 @@ def selfcheck_line(doc: dict[str, Any]) -> str:
 def _witness_table(doc: dict[str, Any]) -> list[str]:
     """One row per witness file (:mod:`verify.reporting.witness_files`): its instance, size, the
     row's bound on max |image - target|, and the exact solution proved near it (the check of the
-    same instance that records a Krawczyk radius), or nothing where the report has no file."""
+    same instance that records a Krawczyk radius; "not tried" where the profile tried none), or
+    nothing where the report has no file."""
     rows = []
     for t in doc["theorems"]:
         for i, f in witness_rows(t["checks"]):
@@ -81,8 +82,9 @@ def _witness_table(doc: dict[str, Any]) -> list[str]:
             shape = d.get("witness_shape")
             m = int(np.prod(shape)) if isinstance(shape, list) and shape else "not recorded"
             proof = next((e for e in t["checks"] if e is not c and e["name"].endswith(label) and "radius" in e["details"]), None)
-            exact = (f"proved, radius {_number(proof['details']['radius'], up)}" if proof and proof["passed"]
-                     and proof["certified"] and isinstance(proof["details"]["radius"], (int, float)) else "not proved")
+            exact = ("not tried" if proof is None else f"proved, radius {_number(proof['details']['radius'], up)}"
+                     if proof["passed"] and proof["certified"] and isinstance(proof["details"]["radius"], (int, float))
+                     else "not proved")
             rows.append(f"| {t['name']} | {_cell(label.strip('[]'))} | {m} | {_cell(d.get('witness_depth', 'not recorded'))} | "
                         f"{_cell(d.get('witness_length', 'not recorded'))} | {_shown(c, 'value')} ({kind_of(c)}) | "
                         f"{_shown(c, 'bound')} | {exact} | `{_cell(f)}` |")
