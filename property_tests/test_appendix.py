@@ -47,9 +47,12 @@ def synthetic_report(nasty: bool = False) -> dict:
               "max |network - flow|", r"Gronwall + rounding $4 (L+1) u \max \lvert x \rvert$",
               details={"h": [0.01, 0.005], "errors": [1e-4, 5e-5], "bounds": [1e-3, 5e-4], "order": 1.0})
     odd = c(NASTY, 1e-300, 1.0, NASTY, NASTY) if nasty else c("a check of an unknown value", 0.5, 1.0, "", "o")
+    replayed = c("the witness file maps the inputs within its tolerance [N=2,n=2,d=2]", 3e-15, 1e-10, "max |image - target|",
+                 "the tolerance", details={"witness_file": "witnesses/two_block-N=2-n=2-d=2.json"})
     theorems = [{"name": "two_block", "title": "Two-block universality", "statement": "S.",
                  "latex": registry.statements()["two_block"], "passed": True, "hypotheses": ["h"],
-                 "profile_settings": {"shape": [2, 2, 2], "generic": [3, 3, 2]}, "checks": [rank, refused, odd]},
+                 "profile_settings": {"shape": [2, 2, 2], "generic": [3, 3, 2]},
+                 "checks": [rank, refused, odd, replayed]},
                 {"name": "finite_depth", "title": NASTY if nasty else "Finite depth", "statement": "S.",
                  "latex": "\\input{x}", "passed": True, "checks": [euler]}]
     reach = [{"m": m, "shape": [1, 2, m // 4] if m < 18 else [3, 3, 2], "depth": depth, "method": "lm", "instances": 10,
@@ -104,6 +107,7 @@ def test_a_paper_in_another_directory_inputs_the_appendix_with_the_documented_pr
 @TEX
 def test_standalone_compiles_without_overfull_boxes(tmp_path):
     appendix.write(synthetic_report(), tmp_path, registry.statements())
+    assert "\\item row 4: \\texttt{witnesses/two\\_block-N=2-n=2-d=2.json}" in (tmp_path / "appendix.tex").read_text()
     log = pdflatex(tmp_path, "standalone.tex")
     assert max(overfull(log), default=0.0) <= OVERFULL_PT, overfull(log)
 

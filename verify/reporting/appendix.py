@@ -125,9 +125,9 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements:
                 f"Notes to Table~\\ref{{{label}}}:", "\\begin{enumerate}\\footnotesize"]
         out += [f"\\item value: {text(q)}; bound: {text(o)}" for q, o in distinct]
         out.append("\\end{enumerate}")
-        if files := witness_rows(t["checks"]):
-            out += ["", "Witness files (\\texttt{verify check} re-checks a row): " + "; ".join(
-                f"row {i}, \\texttt{{{escape(f)}}}" for i, f in files) + "."]
+        if files := witness_rows(t["checks"]):  # one per line: a file name does not break, and a column is narrow
+            out += ["", "Witness files (\\texttt{verify check} re-checks a row):", "\\begin{itemize}\\footnotesize",
+                    *(f"\\item row {i}: \\texttt{{{escape(f)}}}" for i, f in files), "\\end{itemize}"]
     if doc.get("reach"):
         out += ["", "\\subsection*{Solver reach on independent Gaussian targets}",
                 "Not a theorem check: inputs and targets i.i.d.\\ $N(0, 1)$, blocks drawn with them; the share of "
