@@ -270,3 +270,14 @@ def test_directional_arb_enclosures_contain_the_high_precision_values():
         Mh, _ = bracket_matrix(blocks, namespace("mpmath").asarray(X), 4)
         for a, h in zip(Ma.ravel(), Mh.ravel(), strict=True):  # nested variables widen the balls more than jets
             assert a.contains(flint.arb(str(h))) and a.rad() < 1e-20
+
+
+@pytest.mark.parametrize("method", ["dense", "directional"])
+def test_a_subset_of_columns_is_those_columns_of_the_whole_matrix_in_the_order_asked(method):
+    blocks = gaussian_blocks(8, 2)
+    X = np.random.default_rng(8).normal(size=(2, 2, 2))
+    whole, words = bracket_matrix(blocks, X, 6, method)
+    columns = [17, 3, 0, 22]  # out of order, as a pivoted QR picks them
+    part, named = bracket_matrix(blocks, X, 6, method, columns)
+    assert named == [words[j] for j in columns]
+    assert np.array_equal(part, whole[:, columns])  # the same operations on the same numbers

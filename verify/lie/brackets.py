@@ -124,30 +124,34 @@ def _contract(t: Tables, a: Any, b: Any, j: int, m: int) -> Any:
     return np.add.reduceat(flat[..., perm], starts, axis=-1)
 
 
-def bracket_values(blocks: Sequence[Block], X: Any, max_degree: int, method: str = "auto") -> tuple[Any, list[Word]]:
+def bracket_values(blocks: Sequence[Block], X: Any, max_degree: int, method: str = "auto",
+                   columns: Sequence[int] | None = None) -> tuple[Any, list[Word]]:
     """Values of every Hall word of degree <= max_degree at every sequence: (N, n d, W).
     ``method``: "dense" (the jets here), "directional" (:mod:`verify.lie.directional`) or
-    "auto": dense jets for n d <= DENSE_MAX_VARIABLES, where they are faster, else directional."""
+    "auto": dense jets for n d <= DENSE_MAX_VARIABLES, where they are faster, else directional.
+    ``columns``: only the words of these indices into the basis (the directional path then
+    computes only them and the brackets below them: half the work for a certificate's minor)."""
     words = list(basis(max_degree))
     N, n, d = X.shape
     if method == "auto":
         method = "dense" if n * d <= DENSE_MAX_VARIABLES else "directional"
     if method == "directional":
-        return directional.hall_values(blocks, X, words), words
+        chosen = words if columns is None else [words[j] for j in columns]
+        return directional.hall_values(blocks, X, chosen), chosen
     if method != "dense":
         raise ValueError(f"method must be 'auto', 'dense' or 'directional', not {method!r}")
     t = tables(n * d, max(max_degree - 1, 2))
     jets: dict[Word, list] = {0: field_jet(blocks[0], X, max_degree - 1), 1: field_jet(blocks[1], X, max_degree - 1)}
     for w in words[2:]:
         jets[w] = bracket_jet(t, jets[w[0]], jets[w[1]], max_degree - degree(w))
-    values = [jets[w][0][..., 0] for w in words]
-    stack = np.stack(values, axis=-1)
-    return stack, words
+    chosen = words if columns is None else [words[j] for j in columns]
+    return np.stack([jets[w][0][..., 0] for w in chosen], axis=-1), chosen
 
 
-def bracket_matrix(blocks: Sequence[Block], X: Any, max_degree: int, method: str = "auto") -> tuple[Any, list[str]]:
+def bracket_matrix(blocks: Sequence[Block], X: Any, max_degree: int, method: str = "auto",
+                   columns: Sequence[int] | None = None) -> tuple[Any, list[str]]:
     """The (N n d) x W bracket matrix (rows: sequence, token, coordinate) and its word labels;
-    ``method`` as in :func:`bracket_values`."""
-    vals, words = bracket_values(blocks, X, max_degree, method)
+    ``method`` and ``columns`` as in :func:`bracket_values`."""
+    vals, words = bracket_values(blocks, X, max_degree, method, columns)
     N = vals.shape[0]
     return vals.reshape(N * vals.shape[1], -1), [str_word(w) for w in words]

@@ -8,7 +8,8 @@ each entry is a ball that contains the exact bracket value.  Columns are scaled 
 degree scales s_k of :func:`verify.lie.scales.degree_scales` (dividing by a binary64 number is
 enclosed like any other operation); r columns are selected by pivoted QR of the
 floating-point matrix, and r rows by the same on the transpose of those columns, with ties
-broken alike on every machine (:func:`verify.lie.pivoting.select_columns`).  With R an
+broken alike on every machine (:func:`verify.lie.pivoting.select_columns`); only those
+columns' words (and the brackets below them) are computed in Arb.  With R an
 approximate inverse of the midpoints of that r x r minor A (computed by Arb at the working
 precision, so it holds for condition numbers far beyond float64's), Arb computes E = I - R A;
 if ||E||_F < 1 then A is nonsingular (R A = I - E is) and
@@ -96,7 +97,8 @@ def rank_at_least(
     with precision(digits):
         balls, row_of, told = [b.in_arb() for b in blocks], {}, time.perf_counter()
         for count, s in enumerate(sorted({i // width for i in rows})):
-            Ms, _ = bracket_matrix(balls, namespace("arb").asarray(np.asarray(X, dtype=object)[s:s + 1]), max_degree)
+            Ms, _ = bracket_matrix(balls, namespace("arb").asarray(np.asarray(X, dtype=object)[s:s + 1]), max_degree,
+                                   columns=cols)
             row_of |= {s * width + i: Ms[i] for i in range(width)}
             if time.perf_counter() > deadline:
                 return base | {"reason": "the Arb brackets stopped at the deadline", "columns": [words[j] for j in cols],
@@ -104,7 +106,7 @@ def rank_at_least(
             if progress and time.perf_counter() - told > 10:
                 told = time.perf_counter()
                 progress(f"rank: Arb brackets of {count + 1} sequences")
-        A = flint.arb_mat([[row_of[i][j] / float(scale[k]) for k, j in enumerate(cols)] for i in rows])
+        A = flint.arb_mat([[row_of[i][k] / float(scale[k]) for k in range(r)] for i in rows])
         identity = flint.arb_mat(r, r, [int(i == j) for i in range(r) for j in range(r)])
         try:
             R = A.mid().solve(identity, algorithm="approx")
@@ -118,7 +120,7 @@ def rank_at_least(
         e_up = _frobenius_upper([E[i, j] for i in range(r) for j in range(r)])
         ok = e_up < 1
         lower = round_down(((1 - flint.arb(e_up)) / flint.arb(_frobenius_upper(entries))).lower()) if ok else 0.0
-        radius = max(float(row_of[i][j].rad()) for i in rows for j in cols)
+        radius = max(float(row_of[i][k].rad()) for i in rows for k in range(r))
     return base | {
         "certified": bool(ok and lower > 0),
         "columns": [words[j] for j in cols],
