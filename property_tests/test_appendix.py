@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from theorems import registry
 from verify.reporting import appendix, latex, summary
 from verify.reporting.appendix import PREAMBLE
+from verify.reporting.rounding import down
 from verify.version import describe, provenance
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +55,14 @@ def synthetic_report(nasty: bool = False) -> dict:
                  "profile_settings": {"shape": [2, 2, 2], "generic": [3, 3, 2]},
                  "checks": [rank, refused, odd, replayed]},
                 {"name": "finite_depth", "title": NASTY if nasty else "Finite depth", "statement": "S.",
-                 "latex": "\\input{x}", "passed": True, "checks": [euler]}]
+                 "latex": "\\input{x}", "passed": True, "checks": [euler]},
+                {"name": "genericity", "title": "Genericity", "statement": "S.", "latex": registry.statements()["genericity"],
+                 "passed": False, "profile_settings": {"draws": 2, "grid": [["rank", [1, 2, 2]], ["gl", [1, 1, 2]]]},
+                 "checks": [c(f"bracket rank equals the invariants' bound {m} of {m} [draw {i + 1}, N=1,n=2,d={m // 2}]",
+                              1e-20 if i else float("inf"), 1.0, "q", "o",
+                              details={"genericity": {"kind": "rank", "shape": [1, 2, m // 2], "draw": i}, "dimension": m,
+                                       "rank_bound": m, "counting_degree": 4, "min_degree": 4 + i,
+                                       "sigma_min_lower": 1e-6 * m}) for m in (4, 8, 16) for i in range(2)]}]
     reach = [{"m": m, "shape": [1, 2, m // 4] if m < 18 else [3, 3, 2], "depth": depth, "method": "lm", "instances": 10,
               "budget": "64 starts x 1000 Jacobians", "success_rate": 0.7, "median_jacobians_solved": 300.0,
               "median_depth": 40.0, "worst_replay_error": 1e-12, "high_precision_witnesses": 1, "failed_units": []}
@@ -170,3 +178,14 @@ def test_a_yes_no_word_always_agrees_with_the_verdict():
     for value in (-1.0, 0.0, 0.5, 1.0, "nan"):
         c = {"boolean": True, "value": value, "bound": 0.0}
         assert (yes_no(c) == "yes") == passes(value, 0.0), value
+
+
+def test_genericity_draws_are_aggregated_per_shape_and_every_unproved_draw_is_named():
+    doc = synthetic_report()
+    text = summary.render(doc)
+    tex = appendix.render(doc, statements=registry.statements())
+    for m in (4, 8, 16):  # draw 1 of each shape failed (an infinite value), draw 2 proved at degree 5
+        assert f"| bracket rank | (1, 2, {m // 2}) | {m} | 1 of 2 | 1 | {m} | 5 / 4 | {down(1e-6 * m)} |" in text
+        assert f"bracket rank & (1, 2, {m // 2}) & {m} & 1 of 2 (not: 1) & {m} & 5 / 4 &" in tex
+    assert "[draw 1, N=1,n=2,d=2]" not in text  # aggregated, not listed check by check
+    assert "3 kinds and shapes" not in text and "2 kinds and shapes, m = 4 to 4, 2 draws each" in text

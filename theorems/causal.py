@@ -35,14 +35,13 @@ from collections.abc import Callable
 import mpmath
 import numpy as np
 
-from verify.lie import certify
 from verify.model.backend import UNIT
 from verify.model.blocks import gaussian_blocks
 from verify.model.flow import flow
 from verify.reporting.results import Check, check
 
 from .instances import causal_targets, collection, hidden_control_targets, rng
-from .witnesses import HP_DIGITS, control_checks, rank_checks, refusal_check, solver_settings
+from .witnesses import HP_DIGITS, control_checks, gl_check, rank_checks, refusal_check, solver_settings
 
 NAME = "causal"
 TITLE = "Causal masking: linear first tokens, the rank formula, compatible data"
@@ -98,13 +97,7 @@ def run(profile: str, seed: int, progress: Callable[[str], None] | None = None) 
     say = progress or (lambda s: None)
     say("T3: first-token linearity and gl(d)")
     out = [linearity_check(tag, blocks, X, seed)]
-    gl = certify.generates_gl(blocks[0].V, blocks[1].V)
-    out.append(check(r"$V_0, V_1$ generate $\mathfrak{gl}(d)$", gl["dimension"] - gl["rank"], 0.0,
-                     r"$\dim \mathfrak{gl}(d) = d^2$: the words span it exactly when nothing is missing; "
-                     f"decided by the {gl['method']}",
-                     quantity=r"$d^2$ minus the rank of the words in $V_0, V_1$, exactly over $\mathbb{Q}$",
-                     certified=bool(gl["certified"]), rank=gl["rank"], dimension=gl["dimension"],
-                     words=gl["words"]))
+    out.append(gl_check(blocks))
     say("T3: rank formula")
     Xg = collection(seed, p["generic"], "causal generic")
     out += rank_checks(f"generic, N > d {p['generic']}", blocks, Xg)

@@ -20,15 +20,15 @@ from verify.io.errors import InputError
 from verify.reporting.results import KINDS, holds, kind_of, passes
 from verify.sweep.unit import Unit
 
-from . import causal, finite_depth, reach, two_block
+from . import causal, finite_depth, genericity, reach, two_block
 
 THEOREMS = {m.NAME: m for m in (two_block, finite_depth, causal)}
 PROFILES = ("quick", "standard", "paper")
 
 
 def statements() -> dict[str, str]:
-    """Each theorem's LaTeX statement by name: the only LaTeX the appendix writes unescaped."""
-    return {name: m.LATEX for name, m in THEOREMS.items()}
+    """Each theorem's LaTeX statement by name (and genericity's): the only LaTeX the appendix writes unescaped."""
+    return {name: m.LATEX for name, m in (THEOREMS | {genericity.NAME: genericity}).items()}
 
 
 def result(name: str, profile: str, seed: int, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -46,6 +46,22 @@ def failed(name: str, profile: str, error: str) -> dict[str, Any]:
     module = THEOREMS[name]
     return _result(module, profile, [holds(f"the checks of {name} ran to the end", False,
                                            f"the sweep recorded a failure: {error}").as_dict()])
+
+
+def genericity_result(profile: str, seed: int, results: list[dict[str, Any] | None], errors: list[str]) -> dict[str, Any]:
+    """The genericity draws (:mod:`theorems.genericity`) as one result beside the theorems':
+    ``results`` of its units in the order of ``genericity.units(profile, seed)`` (None for a unit
+    that failed, ``errors`` saying why), each a check; a failed draw is a failing check."""
+    out = []
+    for u, r, why in zip(genericity.units(profile, seed), results, errors, strict=True):
+        p = u.params
+        if r is None:
+            N, n, d = p["shape"]
+            r = holds(f"the draw ran to the end [{p['kind']}, draw {p['index'] + 1}, N={N},n={n},d={d}]", False,
+                      f"the sweep recorded a failure: {why}",
+                      genericity={"kind": p["kind"], "shape": list(p["shape"]), "draw": p["index"]}).as_dict()
+        out.append(r)
+    return _result(genericity, profile, out)
 
 
 def _result(module: Any, profile: str, checks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -75,31 +91,37 @@ def checked_result(params: dict[str, Any], result: Any, where: str = "the journa
     checks = result.get("checks") if isinstance(result, dict) else None
     if not isinstance(checks, list) or not checks:
         raise InputError(f"{where}: the record of {name} holds no list of checks; run without --resume")
-    out = []
-    for j, c in enumerate(checks):
-        if not isinstance(c, dict):
-            raise InputError(f"{where}: check {j} of {name} is not an object; run without --resume")
-        for k, kind in _CHECK_FIELDS.items():
-            if not isinstance(c.get(k), kind):
-                raise InputError(f"{where}: check {j} of {name} lacks {k!r} or has the wrong type; run without --resume")
-        for k in ("value", "bound"):
-            if isinstance(c.get(k), bool) or not isinstance(c.get(k), (int, float)):
-                raise InputError(f"{where}: check {j} of {name}: {k} is not a number; run without --resume")
-        kind = kind_of(c)
-        if kind not in KINDS or (kind == "certified") != c["certified"]:
-            raise InputError(f"{where}: check {j} of {name}: kind {str(kind)[:20]!r} does not match certified; run "
-                             "without --resume")
-        out.append(c | {"passed": passes(c["value"], c["bound"]), "kind": kind})
+    out = [checked_check(c, f"{where}: check {j} of {name}") for j, c in enumerate(checks)]
     return _result(THEOREMS[name], params["profile"], out) | {"from_journal": True}
+
+
+def checked_check(c: Any, where: str) -> dict[str, Any]:
+    """One check read back from a journal: its fields and types, its kind against ``certified``,
+    and ``passed`` recomputed from its value and bound (one line naming the problem, :class:`InputError`)."""
+    if not isinstance(c, dict):
+        raise InputError(f"{where} is not an object; run without --resume")
+    for k, kind in _CHECK_FIELDS.items():
+        if not isinstance(c.get(k), kind):
+            raise InputError(f"{where} lacks {k!r} or has the wrong type; run without --resume")
+    for k in ("value", "bound"):
+        if isinstance(c.get(k), bool) or not isinstance(c.get(k), (int, float)):
+            raise InputError(f"{where}: {k} is not a number; run without --resume")
+    kind = kind_of(c)
+    if kind not in KINDS or (kind == "certified") != c["certified"]:
+        raise InputError(f"{where}: kind {str(kind)[:20]!r} does not match certified; run without --resume")
+    return c | {"passed": passes(c["value"], c["bound"]), "kind": kind}
 
 
 def check_resumed(unit: Unit, result: Any) -> Any:
     """The checker of every result :mod:`verify.sweep` takes from a journal for ``verify run``:
-    theorem results (:func:`checked_result`) and reach instances (:func:`theorems.reach.checked_unit`)."""
+    theorem results (:func:`checked_result`), reach instances (:func:`theorems.reach.checked_unit`)
+    and genericity draws (:func:`checked_check`)."""
     if unit.task == f"{__name__}:result":
         return checked_result(unit.params, result)
     if unit.task == f"{reach.__name__}:unit":
         return reach.checked_unit(result)
+    if unit.task == f"{genericity.__name__}:unit":
+        return checked_check(result, "the journal: a genericity draw")
     raise InputError(f"the journal holds a result of {unit.task[:60]!r}, which verify run does not compute")
 
 

@@ -18,6 +18,7 @@ Every check says what its bound is and where the bound comes from.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 
@@ -25,7 +26,7 @@ import numpy as np
 
 from verify.io import witness
 from verify.io.errors import InputError
-from verify.lie import rank
+from verify.lie import certify, rank
 from verify.lie.admissibility import check_admissible
 from verify.lie.hall import basis, degree
 from verify.model.blocks import Block
@@ -49,13 +50,14 @@ RANK_QUANTITY = r"$\lVert I - RA \rVert_F$, Arb upper bound (infinite: rank not 
 KRAWCZYK_QUANTITY = r"$\sup \lvert K(B) - c \rvert / r$, Arb upper bound (infinite: not proved)"
 
 
-def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray) -> list[Check]:
+def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray, seconds: float = math.inf) -> list[Check]:
     """The bracket rank proved equal to the invariants' exact bound (:func:`verify.lie.rank.analyse`):
     the value is ||I - R A||_F of the certificate (below 1 proves it), infinite when the rank
-    was not proved (an undecided rank fails the check, whatever the floating point showed)."""
-    res = rank.analyse(blocks, X)
+    was not proved (an undecided rank fails the check, whatever the floating point showed;
+    so does one not proved within ``seconds``)."""
+    res = rank.analyse(blocks, X, deadline=time.perf_counter() + seconds)
     cert = res.certificate or {}
-    details = {k: getattr(res, k) for k in ("dimension", "sharp", "rank", "min_degree", "max_degree",
+    details = {k: getattr(res, k) for k in ("dimension", "sharp", "rank", "min_degree", "max_degree", "counting_degree",
                                             "sigma_min", "gap", "decided_by", "verdict")} | {"rank_bound": res.bound}
     details["sigma_by_degree"] = _sigma_by_degree(np.asarray(res.matrix, dtype=float) / np.asarray(res.scales, dtype=float),
                                                   res.max_degree)
@@ -64,6 +66,17 @@ def rank_checks(label: str, blocks: Sequence[Block], X: np.ndarray) -> list[Chec
     return [check(f"bracket rank equals the invariants' bound {res.bound} of {res.dimension} [{label}]", value, BELOW_ONE,
                   RANK_ORIGIN, quantity=RANK_QUANTITY, certified=res.certified, sigma_min_lower=cert.get("sigma_min_lower", 0.0),
                   columns=cert.get("columns", []), reasons=res.reasons, undecided=res.undecided or "", **details)]
+
+
+def gl_check(blocks: Sequence[Block], label: str = "") -> Check:
+    """V_0, V_1 generate gl(d), decided exactly over Q (:func:`verify.lie.certify.generates_gl`)."""
+    gl = certify.generates_gl(blocks[0].V, blocks[1].V)
+    return check(r"$V_0, V_1$ generate $\mathfrak{gl}(d)$" + (f" [{label}]" if label else ""), gl["dimension"] - gl["rank"],
+                 0.0, r"$\dim \mathfrak{gl}(d) = d^2$: the words span it exactly when nothing is missing; "
+                 f"decided by the {gl['method']}",
+                 quantity=r"$d^2$ minus the rank of the words in $V_0, V_1$, exactly over $\mathbb{Q}$",
+                 certified=bool(gl["certified"]), rank=gl["rank"], dimension=gl["dimension"], words=gl["words"],
+                 max_degree_used=gl["max_degree_used"])
 
 
 def _sigma_by_degree(S: np.ndarray, K: int) -> dict[str, list[float]]:

@@ -34,12 +34,12 @@ from typing import Any
 
 from verify.io.files import replace_file
 from verify.reporting.latex import escape, text
-from verify.reporting.results import kind_of, notes, witness_rows, yes_no
+from verify.reporting.results import genericity_rows, kind_of, notes, witness_rows, yes_no
 from verify.reporting.rounding import down, strict_below, up
 from verify.reporting.summary import journal_line, selfcheck_line, shapes
 from verify.version import NAME, describe, provenance
 
-FIGURE_STEMS = ("fig-trajectories", "fig-singular-values", "fig-discretisation", "fig-reach")  # figures.FIGURES
+FIGURE_STEMS = ("fig-trajectories", "fig-singular-values", "fig-discretisation", "fig-reach", "fig-genericity")  # figures.FIGURES
 OUTPUTS = ("appendix.tex", "standalone.tex", *(f"{stem}{suffix}" for stem in FIGURE_STEMS for suffix in (".pdf", ".png")))
 PREAMBLE = r"\usepackage{amsmath,amssymb,booktabs,graphicx,tabularx}"
 _PATH = re.compile(r"[A-Za-z0-9._/+-]{1,300}")  # a directory LaTeX reads as a file name, unescaped
@@ -112,6 +112,9 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements:
         latex = latex if statements.get(t.get("name")) == latex else escape(latex)
         label = _label(f"tab {t['name']}")
         distinct, cited = notes(t["checks"])
+        if (rows := genericity_rows(t["checks"])) and len(t["checks"]) == sum(r["draws"] for r in rows):
+            out += ["", f"\\subsection*{{{text(t['title'])}}}", latex, "", *_genericity_table(rows, label, seed, profile)]
+            continue
         out += ["", f"\\subsection*{{{text(t['title'])}}}", latex, "",
                 "\\begin{table}[ht]", "\\centering\\footnotesize\\setlength{\\tabcolsep}{4pt}",
                 f"\\caption{{{text(t['title'])}: checks on instances (N, n, d) {escape(shapes(t))} "
@@ -153,6 +156,35 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements:
                 f"\\includegraphics{{\\VerifyAppendixDir/{stem}.pdf}}",
                 f"\\caption{{{text(caption)}}}", f"\\label{{{_label(stem)}}}", "\\end{figure}"]
     return "\n".join(out) + "\n"
+
+
+_KINDS = {"rank": "bracket rank", "causal": "causal bracket rank", r"gl": r"$V_0, V_1$ generate $\mathfrak{gl}(d)$",
+          "coincident": "rank, repeated token", "permuted": "rank, reversed copy", "negated": "rank, negated copy",
+          "odd": r"rank, odd sequence $\{a, -a\}$"}
+
+
+def _genericity_table(rows: list[dict[str, Any]], label: str, seed: str, profile: str) -> list[str]:
+    """The genericity draws aggregated per (kind, shape) (:func:`verify.reporting.results.genericity_rows`)."""
+    out = ["Each draw takes fresh blocks and data; a draw is proved when its rank is certified equal to the "
+           "invariants' bound (an Arb minor; at most the bound by the invariants) or $\\mathfrak{gl}(d)$ is generated "
+           "(exactly over $\\mathbb{Q}$). Draws not proved are listed by number. Degree: least and largest degree "
+           "whose brackets reached the bound, and the counting degree (the least with as many Hall words as the bound); "
+           "$\\sigma$: the smallest certified lower bound of $\\sigma_{\\min}$ over the draws.", "",
+           "\\begin{table}[ht]", "\\centering\\footnotesize\\setlength{\\tabcolsep}{3pt}",
+           f"\\caption{{Genericity draws per kind and shape (seed {seed}, {profile} profile).}}\\label{{{label}}}",
+           "\\begin{tabularx}{\\linewidth}{@{}>{\\raggedright\\arraybackslash}Xllllll@{}}", "\\toprule",
+           "kind & $(N, n, d)$ & $m$ & proved & bound & degree & $\\sigma$ \\\\", "\\midrule"]
+    for r in rows:
+        gl = r["kind"] == "gl"
+        shape = f"$d = {escape(r['shape'][-1])}$" if gl and r["shape"] else escape(tuple(r["shape"]))
+        degs = "--" if r["degrees"] is None else "--".join(dict.fromkeys(map(str, r["degrees"])))
+        counting = " / " + ", ".join(map(str, r["counting"])) if r["counting"] else ""
+        bound_ = f"$d^2 = {escape(', '.join(map(str, r['m'])))}$" if gl else escape(", ".join(map(str, r["bound"])))
+        missed = f" (not: {escape(', '.join(map(str, r['not_proved'])))})" if r["not_proved"] else ""
+        sigma = "--" if r["sigma_min_lower"] is None else _number(r["sigma_min_lower"], down)
+        out.append(f"{_KINDS.get(r['kind'], escape(r['kind']))} & {shape} & {'--' if gl else escape(', '.join(map(str, r['m'])))}"
+                   f" & {r['proved']} of {r['draws']}{missed} & {bound_} & {degs}{escape(counting)} & {sigma} \\\\")
+    return out + ["\\bottomrule", "\\end{tabularx}", "\\end{table}"]
 
 
 STANDALONE = rf"""\documentclass[11pt]{{article}}

@@ -19,7 +19,10 @@ natural size.
 * ``reach`` -- solver success rate and median work (Jacobians) of the solved instances against
   N n d, per depth, from the report's reach rows (work, not seconds: the figure must not change
   between two runs); drawn only when a depth has at least MIN_REACH_SIZES sizes (the standard
-  profile's two say nothing the table does not).
+  profile's two say nothing the table does not);
+* ``genericity`` -- over the genericity draws, the least and largest degree reaching the rank
+  bound against m with the counting degree, and the smallest certified sigma_min (seconds are
+  not drawn: the figure must not change between two runs).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import numpy as np
 
 from verify.io.errors import InputError
 from verify.io.files import replace_file
+from verify.reporting.results import genericity_rows
 
 WIDTH = 3.3  # inches: one column of a two-column paper; included at natural size, so fonts print at FONT pt
 FONT = 8
@@ -163,6 +167,39 @@ def reach(doc: dict[str, Any]):
     return fig
 
 
+def genericity(doc: dict[str, Any]):
+    rows = [r for t in doc["theorems"] for r in genericity_rows(t["checks"])
+            if r["kind"] in ("rank", "causal") and r["degrees"] and len(r["m"]) == 1]
+    if len({r["m"][0] for r in rows}) < MIN_REACH_SIZES:
+        return None
+    plt = _plt()
+    fig, (a, b) = plt.subplots(2, 1, figsize=(WIDTH, 3.8), sharex=True)
+    for kind, marker, shift in (("rank", "o", 0.97), ("causal", "s", 1.03)):  # side by side where m is shared
+        sel = sorted((r for r in rows if r["kind"] == kind), key=lambda r: r["m"][0])
+        if not sel:
+            continue
+        m = np.array([r["m"][0] for r in sel], dtype=float) * shift
+        lo, hi = np.array([r["degrees"] for r in sel], dtype=float).T
+        a.errorbar(m, (lo + hi) / 2, yerr=(hi - lo) / 2, fmt=marker, capsize=2, label=f"{kind}: least to largest")
+        low = [(x, r["sigma_min_lower"]) for x, r in zip(m, sel, strict=True) if r["sigma_min_lower"]]
+        if low:
+            b.plot(*zip(*low, strict=True), marker=marker, linestyle="none", label=kind)
+    counting = sorted({(r["m"][0], c) for r in rows for c in r["counting"]})
+    if counting:
+        a.plot(*zip(*counting, strict=True), color="0.5", linestyle="--", marker="_", label="counting degree")
+    sizes = sorted({r["m"][0] for r in rows})
+    b.set_xscale("log", base=2)
+    b.set_yscale("log")
+    b.set_xticks(sizes, [str(x) for x in sizes])
+    b.set_xlabel("$m = N n d$")
+    a.set_ylabel("degree reaching\nthe bound")
+    b.set_ylabel("smallest certified\n$\\sigma_{\\min}$ lower bound")
+    for ax in (a, b):
+        ax.legend(frameon=False)
+    fig.tight_layout(pad=0.3)
+    return fig
+
+
 FIGURES: dict[str, tuple[Callable[..., Any], str]] = {
     "fig-trajectories": (trajectories, "Every token moves from its input (circle) to its target (cross) under the "
                                        "control constructed for T1; colours are sequences, line styles tokens."),
@@ -176,6 +213,10 @@ FIGURES: dict[str, tuple[Callable[..., Any], str]] = {
     "fig-reach": (reach, "Solver reach on independent Gaussian targets against the size m = N n d: the share of "
                          "instances solved within the work budget (top) and the median work the solved ones took "
                          "(bottom), per depth."),
+    "fig-genericity": (genericity, "Genericity draws: the least and largest degree at which the brackets reached "
+                                   "the invariants' bound (top; the counting degree dashed) and the smallest certified "
+                                   "lower bound of the scaled sigma_min (bottom), per size m = N n d, over the "
+                                   "draws of each shape."),
 }
 
 

@@ -108,3 +108,47 @@ def notes(checks: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[int
     cited = [distinct.setdefault((str(c.get("quantity") or "not recorded"), str(c["origin"])), len(distinct) + 1)
              for c in checks]
     return list(distinct), cited
+
+
+def genericity_rows(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The draws of :mod:`theorems.genericity` (checks whose details hold ``genericity``)
+    aggregated per (kind, shape), in order of first appearance: ``draws``, ``proved`` (passed),
+    ``not_proved`` (the 1-based draws that did not pass: undecided, failed or lost), ``m`` of the
+    collection checked, the rank ``bound`` (or dim gl(d)) as the set of values seen, the least
+    and largest degree that reached it (``degrees``), the ``counting`` degree (the least with
+    enough Hall words), and the smallest certified lower bound of sigma_min (``sigma_min_lower``).
+
+    >>> c = {"passed": True, "details": {"genericity": {"kind": "rank", "shape": [1, 2, 2], "draw": 0},
+    ...      "dimension": 4, "rank_bound": 4, "min_degree": 4, "counting_degree": 4, "sigma_min_lower": 1e-3}}
+    >>> [(r["kind"], r["shape"], r["proved"], r["draws"], r["degrees"]) for r in genericity_rows([c, c])]
+    [('rank', (1, 2, 2), 2, 2, (4, 4))]
+    """
+    rows: dict[tuple[str, tuple[int, ...]], dict[str, Any]] = {}
+    for c in checks:
+        d = c.get("details") if isinstance(c.get("details"), dict) else {}
+        g = d.get("genericity")
+        if not isinstance(g, dict):
+            continue
+        key = (str(g.get("kind")), tuple(g.get("shape") or ()))
+        row = rows.setdefault(key, {"kind": key[0], "shape": key[1], "draws": 0, "proved": 0, "not_proved": [],
+                                    "m": set(), "bound": set(), "degrees": [], "counting": set(), "sigma_min_lower": None})
+        row["draws"] += 1
+        ok = passes(c.get("value"), c.get("bound")) if "value" in c else bool(c.get("passed"))
+        row["proved"] += ok
+        if not ok:
+            row["not_proved"].append(int(g.get("draw", -1)) + 1)
+        for name, key_ in (("m", "dimension"), ("bound", "rank_bound"), ("counting", "counting_degree")):
+            if isinstance(d.get(key_), int):
+                row[name].add(d[key_])
+        degree = d.get("min_degree", d.get("max_degree_used"))
+        if ok and isinstance(degree, int):
+            row["degrees"].append(degree)
+        s = d.get("sigma_min_lower")
+        if ok and isinstance(s, (int, float)) and s > 0:
+            row["sigma_min_lower"] = s if row["sigma_min_lower"] is None else min(row["sigma_min_lower"], s)
+    out = []
+    for row in rows.values():
+        degs = row.pop("degrees")
+        out.append(row | {"degrees": (min(degs), max(degs)) if degs else None,
+                          **{k: sorted(row[k]) for k in ("m", "bound", "counting")}})
+    return out

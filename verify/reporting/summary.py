@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from verify.reporting.results import KINDS, kind_of, notes, witness_rows, yes_no
-from verify.reporting.rounding import bound, up
+from verify.reporting.results import KINDS, genericity_rows, kind_of, notes, witness_rows, yes_no
+from verify.reporting.rounding import bound, down, up
 from verify.version import NAME, describe
 
 
@@ -52,7 +52,13 @@ def _shown(c: dict[str, Any], key: str) -> str:
 
 def shapes(t: dict[str, Any]) -> str:
     """The instance shapes a theorem was checked on, from its profile settings ((N, n, d) triples)."""
-    sizes = {k: tuple(v) for k, v in (t.get("profile_settings") or {}).items()
+    settings = t.get("profile_settings") or {}
+    if isinstance(settings.get("grid"), list) and settings["grid"]:  # the genericity draws: (kind, shape) pairs
+        ms = [int(np.prod(g[1])) for g in settings["grid"] if isinstance(g, list) and len(g) == 2 and g[0] != "gl"
+              and isinstance(g[1], list) and all(isinstance(x, int) and not isinstance(x, bool) for x in g[1])]
+        return (f"{len(settings['grid'])} kinds and shapes" + (f", m = {min(ms)} to {max(ms)}" if ms else "")
+                + f", {settings.get('draws')} draws each")
+    sizes = {k: tuple(v) for k, v in settings.items()
              if isinstance(v, (list, tuple)) and len(v) == 3 and all(isinstance(x, int) for x in v)}
     return ", ".join(f"{k} {v}" for k, v in sizes.items()) or "not recorded"
 
@@ -95,6 +101,33 @@ def _witness_table(doc: dict[str, Any]) -> list[str]:
             "(the image's bound, and the exact solution near it where one was proved).", "",
             "| theorem | instance | m | depth | steps or layers | max \\|image - target\\| | tolerance | exact solution | file |",
             "|---|---|---|---|---|---|---|---|---|", *rows]
+
+
+GENERICITY_KINDS = {"rank": "bracket rank", "causal": "causal bracket rank", "gl": "V_0, V_1 generate gl(d)",
+                    "coincident": "rank, a repeated token", "permuted": "rank, a reversed copy of a sequence",
+                    "negated": "rank, a negated copy of a sequence", "odd": "rank, an odd sequence {a, -a, ...}"}
+
+
+def _genericity_table(rows: list[dict[str, Any]]) -> list[str]:
+    """The draws aggregated per (kind, shape) (:func:`verify.reporting.results.genericity_rows`)."""
+    out = ["Each draw (blocks and data drawn afresh) is its own check in `verification.json`; here they are "
+           "aggregated per kind and shape. A draw is proved when its rank is certified equal to the invariants' bound "
+           "(an Arb minor; at most the bound by the invariants) or gl(d) is generated (exactly over Q); a draw not "
+           "proved is listed by number, never dropped. Degrees: the least and largest degree whose brackets reached the "
+           "bound, against the counting degree (the least with as many Hall words as the bound).", "",
+           "| kind | (N, n, d) | m | proved | not proved | bound | degree reached / counting | smallest certified "
+           "sigma_min |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        degs = "-" if r["degrees"] is None else "-".join(dict.fromkeys(map(str, r["degrees"])))
+        counting = " / " + ", ".join(map(str, r["counting"])) if r["counting"] else ""
+        gl = r["kind"] == "gl"  # its shape is (1, 1, d) and its "m" the dimension d^2 of gl(d)
+        shape = f"d = {r['shape'][-1]}" if gl and r["shape"] else str(r["shape"])
+        bound_ = "d^2 = " + ", ".join(map(str, r["m"])) if gl else ", ".join(map(str, r["bound"]))
+        sigma = "-" if r["sigma_min_lower"] is None else down(r["sigma_min_lower"])
+        out.append(f"| {GENERICITY_KINDS.get(r['kind'], _cell(r['kind']))} | {shape} | "
+                   f"{'-' if gl else ', '.join(map(str, r['m']))} | {r['proved']} of {r['draws']} | "
+                   f"{', '.join(map(str, r['not_proved'])) or 'none'} | {bound_} | {degs}{counting} | {sigma} |")
+    return out
 
 
 def _cell(text: str) -> str:
@@ -173,6 +206,9 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
         out += ["", f"## {t['name']}: {t['title']}{told}", "", t["statement"], ""]
         if t.get("hypotheses"):
             out += ["Hypotheses:", "", *(f"- {h}" for h in t["hypotheses"]), ""]
+        if (rows := genericity_rows(t["checks"])) and len(t["checks"]) == sum(r["draws"] for r in rows):
+            out += _genericity_table(rows)
+            continue
         out += ["Values are rounded up and bounds down to three digits, so a printed row never looks better than "
                 "the computed one; a bound \"< 1\" is strict. The last column cites the note that says what the "
                 "value is and where the bound comes from.", "",
