@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from theorems.instances import collection, hidden_control_targets, rng
+from theorems.instances import collection, hidden_control, hidden_control_targets
 from theorems.two_block import PROFILES
 from theorems.witnesses import solver_settings
 from verify.io import witness
@@ -65,11 +65,6 @@ def _origin(name: str) -> tuple[int, tuple[int, int, int], str]:
     return (0, PROFILES["standard"]["shape"], "continuous") if name == "t1" else CASES[name]
 
 
-def _hidden_control(seed: int, depth: str, steps: int) -> list[tuple[int, float]]:
-    """The random alternating control of :func:`theorems.instances.hidden_control_targets`."""
-    return [(j % 2, float(t)) for j, t in enumerate(rng(seed, "hidden control", depth).uniform(-0.5, 0.5, size=steps))]
-
-
 def targets(name: str, w: Witness) -> str:
     """Where the targets of the row ``name``'s witness ``w`` came from, read off ``w``: the
     independent draw, the hidden control itself, or its image under another control."""
@@ -77,7 +72,7 @@ def targets(name: str, w: Witness) -> str:
     X, Y = np.asarray(w.inputs, dtype=float), np.asarray(w.targets, dtype=float)
     if name != "t1" and np.array_equal(Y, collection(seed, shape, "issue51 targets")):
         return "independent"
-    if [(b, float(t)) for b, t in w.steps] == _hidden_control(seed, depth, 2 * X.size):
+    if [(b, float(t)) for b, t in w.steps] == hidden_control(seed, depth, 2 * X.size):
         return "the hidden control itself"
     if np.array_equal(Y, hidden_control_targets(w.blocks_at(), X, seed, depth, steps=2 * X.size)):
         return "hidden-control targets"
@@ -105,7 +100,7 @@ def make(name: str, out: Path) -> None:
                                capture_output=True, text=True)
         if found.returncode == 0:
             return
-    out.open("x").write(witness.dumps(witness.make(blocks, X, Y, depth, _hidden_control(seed, depth, 2 * X.size),
+    out.open("x").write(witness.dumps(witness.make(blocks, X, Y, depth, hidden_control(seed, depth, 2 * X.size),
                                                    TOLERANCE)))
 
 

@@ -115,7 +115,7 @@ def test_a_paper_in_another_directory_inputs_the_appendix_with_the_documented_pr
 @TEX
 def test_standalone_compiles_without_overfull_boxes(tmp_path):
     appendix.write(synthetic_report(), tmp_path, registry.statements())
-    assert "\\item row 4: \\texttt{witnesses/two\\_block-N=2-n=2-d=2.json}" in (tmp_path / "appendix.tex").read_text()
+    assert "\\item 1: \\texttt{witnesses/two\\_block-N=2-n=2-d=2.json}" in (tmp_path / "appendix.tex").read_text()
     log = pdflatex(tmp_path, "standalone.tex")
     assert max(overfull(log), default=0.0) <= OVERFULL_PT, overfull(log)
 

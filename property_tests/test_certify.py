@@ -94,3 +94,15 @@ def test_gl_d_refused_for_commuting_values():
     assert not g["certified"] and g["rank"] == 2
     g = generates_gl(np.diag([1.0, 2.0]), np.diag([3.0, -1.0]))
     assert not g["certified"] and g["rank"] == 2
+
+
+def test_gl_d_modulo_the_prime_only_proves_and_an_unlucky_prime_falls_back_to_the_rationals():
+    for d in (2, 3, 4):  # on Gaussian values the prime decides, with the rank over Q
+        b0, b1 = gaussian_blocks(10 + d, d)
+        g = generates_gl(b0.V, b1.V)
+        assert g["certified"] and g["method"].startswith("rank modulo the prime")
+    p = str(2**61 - 1)  # a decimal entry divisible by the prime: V0 vanishes mod p, not over Q
+    V0 = np.array([[p, "0"], ["0", "0"]], dtype=object)
+    V1 = np.array([["1", "1"], ["1", "2"]], dtype=object)
+    g = generates_gl(V0, V1)
+    assert g["certified"] and g["rank"] == 4 and g["method"].startswith("exact rank over Q")

@@ -8,16 +8,18 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from property_tests.conftest import examples
-from theorems import causal, finite_depth, necessity, reach, registry
+from theorems import causal, finite_depth, genericity, large_instances, necessity, reach, registry
 from theorems.instances import collection, hidden_control_targets
 from theorems.witnesses import rank_checks, refusal_check
+from verify.io.errors import InputError
 from verify.model.blocks import gaussian_blocks
 from verify.reporting import appendix, report
-from verify.reporting.results import check
+from verify.reporting.results import check, genericity_rows
 
 from .test_appendix import OVERFULL_PT, overfull, pdflatex
 
@@ -195,3 +197,41 @@ def test_cli_knows_every_registered_theorem():
     from verify import cli
 
     assert cli.THEOREM_NAMES == list(registry.THEOREMS)
+
+
+def test_a_genericity_draw_not_proved_in_time_is_a_failing_check_and_a_lost_unit_is_named():
+    [late] = genericity.unit("rank", (2, 4, 4), 0, seed=3, seconds=0.0)  # the Arb minor stops at its deadline
+    assert not late["passed"] and late["details"]["verdict"] == "UNDECIDED"
+    assert late["name"].endswith("[draw 1, N=2,n=4,d=4]") and late["details"]["genericity"]["draw"] == 0
+    units = genericity.units("quick", 3)
+    result = registry.unit_result(genericity, "quick", 3, [None] * len(units), ["a worker died"] * len(units))
+    assert not result["passed"] and len(result["checks"]) == len(units)
+    rows = genericity_rows(result["checks"])  # lost draws still count, as not proved
+    assert [r["not_proved"] for r in rows] == [[1, 2]] * 3 and all(r["proved"] == 0 for r in rows)
+
+
+def test_genericity_draws_differ_by_index_kind_and_shape():
+    a, b = genericity.draw("rank", (2, 2, 2), 0, 0), genericity.draw("rank", (2, 2, 2), 1, 0)
+    c = genericity.draw("causal", (2, 2, 2), 0, 0)
+    assert not np.array_equal(a[1], b[1]) and not np.array_equal(a[1], c[1]) and c[0][0].causal
+    for n in (4, 5):  # the sequence is minus a permutation of itself
+        X = genericity.draw("odd", (2, n, 4), 0, 0)[1]
+        assert sorted(map(tuple, -X[0])) == sorted(map(tuple, X[0])) and sorted(map(tuple, -X[1])) != sorted(map(tuple, X[1]))
+
+
+def test_resumed_unit_results_are_lists_of_valid_checks():
+    [u] = [u for u in genericity.units("quick", 0)][:1]
+    good = genericity.unit(**u.params)
+    assert registry.check_resumed(u, good)[0]["passed"] == good[0]["passed"]
+    for bad in ({"name": "x"}, [], [{"name": "x"}], [good[0] | {"value": "0"}]):
+        with pytest.raises(InputError):
+            registry.check_resumed(u, bad)
+
+
+def test_a_large_instance_row_certifies_its_witness_and_proves_an_exact_network():
+    rows = large_instances.unit("T2", (1, 2, 2), "independent", seed=0, starts=8, seconds=120.0)
+    replayed, exact = rows
+    assert replayed["passed"] and replayed["certified"] and replayed["details"]["targets"] == "independent"
+    assert replayed["details"]["tried"] >= 1 and replayed["details"]["witness"]["depth"] == "finite"
+    assert exact["name"].startswith("exact network exists") and exact["passed"] and exact["certified"]
+    assert exact["name"].endswith("[T2 m=4, N=1,n=2,d=2]")

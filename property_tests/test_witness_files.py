@@ -53,7 +53,7 @@ def test_the_report_writes_each_witness_to_a_file_that_verify_check_certifies(tm
     assert row in summary
     assert summary.count("`witnesses/T2-N=1-n=2-d=2-2.json`") == 1
     tex = (tmp_path / "appendix" / "appendix.tex").read_text()
-    assert "\\item row 1: \\texttt{witnesses/T2-N=1-n=2-d=2.json}" in tex
+    assert "\\item 1: \\texttt{witnesses/T2-N=1-n=2-d=2.json}" in tex
 
 
 def test_a_control_written_by_the_report_replays_within_its_tolerance_independently(tmp_path):

@@ -13,14 +13,14 @@ such (the check fails), never dropped.  The summary and the appendix aggregate t
 Kinds: "rank" (inputs i.i.d. N(0, 1), blocks drawn with them), "causal" (the same, causal
 blocks), "gl" (V_0, V_1 of d x d blocks), and the necessity kinds at a shape (N, n, d) whose
 rank is below m by the invariants: "coincident" (a repeated token), "permuted" (a sequence
-and its reversal), "negated" (a sequence and its negative), "odd" (a sequence {a, -a, ...}).
+and its reversal), "negated" (a sequence and its negative), "odd" (a sequence {a, -a, b, -b, ...}, minus a permutation of itself).
 Draw i of a kind and shape: ``indexed_rng(seed, i, "genericity", kind, N, n, d)`` gives the
 blocks' seed and then the data.
 
 Every draw is a sweep unit (:func:`units`), so the paper profile's grid runs on a Dask cluster
 and resumes from a journal; the seconds of each go to the report's timings, not to its rows.
 
->>> check = unit("rank", (1, 2, 2), 0, seed=0, seconds=60.0)
+>>> [check] = unit("rank", (1, 2, 2), 0, seed=0, seconds=60.0)
 >>> check["name"], check["passed"], check["details"]["genericity"]
 ("bracket rank equals the invariants' bound 4 of 4 [draw 1, N=1,n=2,d=2]", True, {'kind': 'rank', 'shape': [1, 2, 2], 'draw': 0})
 """
@@ -79,14 +79,16 @@ def draw(kind: str, shape: tuple[int, int, int], index: int, seed: int) -> tuple
         X = np.concatenate([X, X[:1, ::-1]], axis=0)
     elif kind == "negated":
         X = np.concatenate([X, -X[:1]], axis=0)
-    elif kind == "odd":
-        X[0, 1] = -X[0, 0]
+    elif kind == "odd":  # {a, -a, b, -b, ...} (and 0 for odd n): minus a permutation of itself
+        X[0, 1::2] = -X[0, 0:n - n % 2:2]
+        if n % 2:
+            X[0, -1] = 0.0
     return blocks, X
 
 
-def unit(kind: str, shape: list[int] | tuple[int, int, int], index: int, seed: int, seconds: float) -> dict[str, Any]:
+def unit(kind: str, shape: list[int] | tuple[int, int, int], index: int, seed: int, seconds: float) -> list[dict[str, Any]]:
     """Draw ``index`` of a kind and shape, proved (a sweep unit: a pure function of its arguments,
-    the deadline aside): the check as a dict, its details marked with ``genericity``."""
+    the deadline aside): its one check as a dict, the details marked with ``genericity``."""
     shape = tuple(int(x) for x in shape)
     N, n, d = shape
     blocks, X = draw(kind, shape, index, seed)
@@ -95,7 +97,7 @@ def unit(kind: str, shape: list[int] | tuple[int, int, int], index: int, seed: i
     c = gl_check(blocks, label) if kind == "gl" else rank_checks(label, blocks, X, seconds)[0]
     c.details.pop("sigma_by_degree", None)  # the figure's, for the theorems' own instances; here it would be most of the file
     c.details["genericity"] = {"kind": kind, "shape": list(shape), "draw": index}
-    return c.as_dict()
+    return [c.as_dict()]
 
 
 def units(profile: str, seed: int) -> list[Unit]:
@@ -106,3 +108,14 @@ def units(profile: str, seed: int) -> list[Unit]:
                  weight=float(np.prod(shape)) ** 2 / 500)  # a guess for the time left only: 0.1 s at m = 8, 33 s at 128
             for kind, shape in p["grid"] for i in range(p["draws"])]
 
+
+
+def lost(params: dict[str, Any]) -> str:
+    """The label of a draw whose unit failed in the sweep."""
+    N, n, d = params["shape"]
+    return f"{params['kind']}, draw {params['index'] + 1}, N={N},n={n},d={d}"
+
+
+def lost_details(params: dict[str, Any]) -> dict[str, Any]:
+    """The details of that draw's failing check, so that the tables count it."""
+    return {"genericity": {"kind": params["kind"], "shape": list(params["shape"]), "draw": params["index"]}}

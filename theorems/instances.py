@@ -76,12 +76,17 @@ def collection(seed: int, shape: Sequence[int], label: str, margin: float = 0.3)
             return X
 
 
+def hidden_control(seed: int, depth: str, steps: int, scale: float = 0.5) -> list[tuple[int, float]]:
+    """A random alternating control (continuous) or network (finite): blocks 0, 1, 0, ...,
+    durations or steps uniform in [-scale, scale]."""
+    h = rng(seed, "hidden control", depth).uniform(-scale, scale, size=steps)
+    return [(j % 2, float(t)) for j, t in enumerate(h)]
+
+
 def hidden_control_targets(blocks: Sequence[Block], X: np.ndarray, seed: int, depth: str,
                            steps: int, scale: float = 0.5) -> np.ndarray:
-    """Image of X under a random alternating control (continuous) or network (finite)."""
-    h = rng(seed, "hidden control", depth).uniform(-scale, scale, size=steps)
-    control = [(j % 2, float(t)) for j, t in enumerate(h)]
-    return dynamics(depth).exact_image(blocks, control, X, 30).astype(float)
+    """Image of X under :func:`hidden_control` (at 30 digits, rounded to float64)."""
+    return dynamics(depth).exact_image(blocks, hidden_control(seed, depth, steps, scale), X, 30).astype(float)
 
 
 def random_G(seed: int, d: int, sign: int = 1) -> np.ndarray:

@@ -20,15 +20,16 @@ from verify.io.errors import InputError
 from verify.reporting.results import KINDS, holds, kind_of, passes
 from verify.sweep.unit import Unit
 
-from . import causal, finite_depth, genericity, reach, two_block
+from . import causal, finite_depth, genericity, large_instances, reach, two_block
 
 THEOREMS = {m.NAME: m for m in (two_block, finite_depth, causal)}
+UNIT_MODULES = (genericity, large_instances)  # results of many units each, computed with every theorem
 PROFILES = ("quick", "standard", "paper")
 
 
 def statements() -> dict[str, str]:
-    """Each theorem's LaTeX statement by name (and genericity's): the only LaTeX the appendix writes unescaped."""
-    return {name: m.LATEX for name, m in (THEOREMS | {genericity.NAME: genericity}).items()}
+    """Each theorem's LaTeX statement by name (and the unit modules'): the only LaTeX the appendix writes unescaped."""
+    return {m.NAME: m.LATEX for m in (*THEOREMS.values(), *UNIT_MODULES)}
 
 
 def result(name: str, profile: str, seed: int, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -48,20 +49,18 @@ def failed(name: str, profile: str, error: str) -> dict[str, Any]:
                                            f"the sweep recorded a failure: {error}").as_dict()])
 
 
-def genericity_result(profile: str, seed: int, results: list[dict[str, Any] | None], errors: list[str]) -> dict[str, Any]:
-    """The genericity draws (:mod:`theorems.genericity`) as one result beside the theorems':
-    ``results`` of its units in the order of ``genericity.units(profile, seed)`` (None for a unit
-    that failed, ``errors`` saying why), each a check; a failed draw is a failing check."""
+def unit_result(module: Any, profile: str, seed: int, results: list[list[dict[str, Any]] | None],
+                errors: list[str | None]) -> dict[str, Any]:
+    """The checks of a module whose instances are units of their own (:data:`UNIT_MODULES`), as
+    one result beside the theorems': ``results`` of ``module.units(profile, seed)`` in order,
+    each a list of checks (None for a unit that failed, ``errors`` saying why: then a failing
+    check that names it, so that nothing is dropped)."""
     out = []
-    for u, r, why in zip(genericity.units(profile, seed), results, errors, strict=True):
-        p = u.params
-        if r is None:
-            N, n, d = p["shape"]
-            r = holds(f"the draw ran to the end [{p['kind']}, draw {p['index'] + 1}, N={N},n={n},d={d}]", False,
-                      f"the sweep recorded a failure: {why}",
-                      genericity={"kind": p["kind"], "shape": list(p["shape"]), "draw": p["index"]}).as_dict()
-        out.append(r)
-    return _result(genericity, profile, out)
+    for u, r, why in zip(module.units(profile, seed), results, errors, strict=True):
+        out += r if r is not None else [holds(f"the unit ran to the end [{module.lost(u.params)}]", False,
+                                              f"the sweep recorded a failure: {why}",
+                                              **getattr(module, "lost_details", lambda p: {})(u.params)).as_dict()]
+    return _result(module, profile, out)
 
 
 def _result(module: Any, profile: str, checks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -115,13 +114,15 @@ def checked_check(c: Any, where: str) -> dict[str, Any]:
 def check_resumed(unit: Unit, result: Any) -> Any:
     """The checker of every result :mod:`verify.sweep` takes from a journal for ``verify run``:
     theorem results (:func:`checked_result`), reach instances (:func:`theorems.reach.checked_unit`)
-    and genericity draws (:func:`checked_check`)."""
+    and the units of :data:`UNIT_MODULES` (lists of checks, :func:`checked_check`)."""
     if unit.task == f"{__name__}:result":
         return checked_result(unit.params, result)
     if unit.task == f"{reach.__name__}:unit":
         return reach.checked_unit(result)
-    if unit.task == f"{genericity.__name__}:unit":
-        return checked_check(result, "the journal: a genericity draw")
+    if unit.task in {f"{m.__name__}:unit" for m in UNIT_MODULES}:
+        if not isinstance(result, list) or not result:
+            raise InputError(f"the journal: a record of {unit.task[:60]} holds no list of checks; run without --resume")
+        return [checked_check(c, f"the journal: check {j} of {unit.task[:60]}") for j, c in enumerate(result)]
     raise InputError(f"the journal holds a result of {unit.task[:60]!r}, which verify run does not compute")
 
 

@@ -36,6 +36,7 @@ from verify.search.settings import Settings
 from verify.search.solver import solve
 from verify.verdicts import replay
 from verify.verdicts.exact_durations import certify_control
+from verify.verdicts.exact_steps import certify_network
 
 BELOW_ONE = float(np.nextafter(1.0, 0.0))  # strict "< 1" as a "<=" bound
 HP_DIGITS = 40
@@ -126,41 +127,64 @@ def control_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.nda
                  sol.error, settings.tolerance, "the solver's tolerance",
                  quantity=f"max |image - target| of the {arithmetic} replay (infinite: nothing found)", **info)]
     if sol.success:
-        doc = witness.make(blocks, X, Y, depth, sol.steps, settings.tolerance,
-                           precision=witness.precision_label(sol.dps))
-        w = witness.parse(witness.dumps(doc))
-        verdict = replay.replay(w, HP_DIGITS)
-        cert = replay.certify(w, deadline=time.perf_counter() + CERTIFY_SECONDS)
-        rounding = "integration error estimate" if depth == "continuous" else "rounding estimate"
-        value, quantity = (verdict["error"] + verdict["integration_error_estimate"],
-                           f"max |image - target| of a {HP_DIGITS}-digit replay + its {rounding} (Arb did not decide)")
-        if cert["verdict"] == "CERTIFIED":  # the Arb upper bound is the value, and the row is certified
-            value, quantity = cert["error_upper"], "max |image - target|, Arb upper bound (every number as written)"
-        elif cert["verdict"] == "FAIL":  # a ball lies wholly outside: the witness is refuted whatever the estimate says
-            value, quantity = np.inf, "infinite: an Arb ball of the image lies wholly outside the tolerance"
-        out.append(check(f"the witness file maps the inputs within its tolerance [{label}]", value, doc["tolerance"],
-                         "the tolerance written into the witness", quantity=quantity,
-                         certified=cert["verdict"] == "CERTIFIED", error=verdict["error"], witness=doc,
-                         integration_error_estimate=verdict["integration_error_estimate"],
-                         certificate={k: cert.get(k) for k in ("verdict", "error_upper", "width", "validated_steps",
-                                                               "precision", "reason") if k in cert}))
-        if existence and depth == "continuous" and cert["verdict"] == "CERTIFIED":
-            out.append(existence_check(label, blocks, X, Y, sol.steps, settings.tolerance))
+        out += witness_checks(label, blocks, X, Y, depth, sol.steps, settings.tolerance, sol.dps,
+                              existence=existence and depth == "continuous")
     else:
         out.append(check(f"the witness file maps the inputs within its tolerance [{label}]", np.inf, settings.tolerance,
                          "the solver's tolerance", quantity="infinite: the solver found nothing within its budget"))
     return out, sol
 
 
-def existence_check(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, steps, tolerance: float) -> Check:
+def witness_checks(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, depth: str, steps, tolerance: float,
+                   dps: int | None = None, *, existence: bool = False, certify_seconds: float = CERTIFY_SECONDS,
+                   existence_seconds: float = EXISTENCE_SECONDS, **details) -> list[Check]:
+    """The witness of ``steps`` (a control or network, replayed in float64 or at ``dps`` digits)
+    written and replayed at 40 digits, its image certified in Arb within ``certify_seconds``
+    (the row's value: the Arb upper bound, else the estimate); with ``existence``, a certified
+    witness also gets its existence proof within ``existence_seconds`` (:func:`existence_check`:
+    exact durations, or exact steps of the network).  ``details`` join the replay row's."""
+    doc = witness.make(blocks, X, Y, depth, steps, tolerance, precision=witness.precision_label(dps))
+    w = witness.parse(witness.dumps(doc))
+    verdict = replay.replay(w, HP_DIGITS)
+    cert = replay.certify(w, deadline=time.perf_counter() + certify_seconds)
+    rounding = "integration error estimate" if depth == "continuous" else "rounding estimate"
+    value, quantity = (verdict["error"] + verdict["integration_error_estimate"],
+                       f"max |image - target| of a {HP_DIGITS}-digit replay + its {rounding} (Arb did not decide)")
+    if cert["verdict"] == "CERTIFIED":  # the Arb upper bound is the value, and the row is certified
+        value, quantity = cert["error_upper"], "max |image - target|, Arb upper bound (every number as written)"
+    elif cert["verdict"] == "FAIL":  # a ball lies wholly outside: the witness is refuted whatever the estimate says
+        value, quantity = np.inf, "infinite: an Arb ball of the image lies wholly outside the tolerance"
+    out = [check(f"the witness file maps the inputs within its tolerance [{label}]", value, doc["tolerance"],
+                 "the tolerance written into the witness", quantity=quantity,
+                 certified=cert["verdict"] == "CERTIFIED", error=verdict["error"], witness=doc,
+                 integration_error_estimate=verdict["integration_error_estimate"],
+                 certificate={k: cert.get(k) for k in ("verdict", "error_upper", "width", "validated_steps",
+                                                       "precision", "reason") if k in cert}, **details)]
+    if existence and cert["verdict"] == "CERTIFIED":
+        out.append(existence_check(label, blocks, X, Y, steps, tolerance, depth, existence_seconds))
+    return out
+
+
+def existence_check(label: str, blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, steps, tolerance: float,
+                    depth: str = "continuous", seconds: float = EXISTENCE_SECONDS) -> Check:
     """The instance of the theorem proved: exact durations near the control's N n d free ones
-    map X exactly onto Y (:func:`verify.verdicts.exact_durations.certify_control`)."""
-    ex = certify_control(blocks, steps, X, Y, tolerance=tolerance, deadline=time.perf_counter() + EXISTENCE_SECONDS)
-    return check(f"exact control exists: Krawczyk on {X.size} durations [{label}]", ex.get("K_reach_over_radius", np.inf),
-                 BELOW_ONE, r"Krawczyk-type test: $\sup \lvert K(B) - c \rvert < r$ proves exact durations in the box $B$ "
-                 "(Brouwer; the validated flow's Taylor model in the durations, in Arb)", quantity=KRAWCZYK_QUANTITY,
+    map X exactly onto Y (:func:`verify.verdicts.exact_durations.certify_control`), or exact
+    steps near the network's (:func:`verify.verdicts.exact_steps.certify_network`)."""
+    deadline = time.perf_counter() + seconds
+    if depth == "finite":
+        ex = certify_network(blocks, steps, X, Y, deadline=deadline)
+        kind = "network"
+    else:
+        ex = certify_control(blocks, steps, X, Y, tolerance=tolerance, deadline=deadline)
+        kind = "control"
+    what = "durations" if kind == "control" else "steps"
+    return check(f"exact {kind} exists: Krawczyk on {X.size} {what} [{label}]", ex.get("K_reach_over_radius", np.inf),
+                 BELOW_ONE, r"Krawczyk-type test: $\sup \lvert K(B) - c \rvert < r$ proves exact " + what + " in the box $B$ "
+                 + ("(Brouwer; the validated flow's Taylor model in the durations, in Arb)" if kind == "control"
+                    else "(Brouwer; the layers' Jacobian enclosed in Arb)"), quantity=KRAWCZYK_QUANTITY,
                  certified=bool(ex["certified"]), **{k: ex.get(k) for k in ("radius", "distance", "centre", "free_steps",
-                                                                             "contraction_upper", "newton_step_upper", "reason")})
+                                                                             "free_layers", "contraction_upper",
+                                                                             "newton_step_upper", "reason")})
 
 
 def refusal_check(label: str, X: np.ndarray, Y: np.ndarray, causal: bool, obstruction: str) -> Check:

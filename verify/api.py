@@ -181,7 +181,6 @@ def run_theorems(profile: str = "quick", seed: int = 0, *, theorems: Sequence[st
     sweep (``options``; default in this process, no journal): the report document
     (``verification-report/2``, :mod:`verify.reporting.report`).  ``selfcheck``: the verdict
     of an engine self-check to record in it.  As ``verify run``, without writing anything."""
-    from theorems import genericity as _genericity
     from theorems import reach as _reach
     from theorems import registry
     from verify.reporting import report
@@ -197,22 +196,26 @@ def run_theorems(profile: str = "quick", seed: int = 0, *, theorems: Sequence[st
         options = dataclasses.replace(options, check=registry.check_resumed)
     t0 = time.perf_counter()
     theorem_units = registry.units(theorems, profile, seed)
-    draws = [] if theorems else _genericity.units(profile, seed)  # with every theorem: the draws are theirs
+    # with every theorem, the modules whose instances are units of their own (genericity draws, large instances)
+    modules = [(m, m.units(profile, seed)) for m in registry.UNIT_MODULES if not theorems]
+    own = [u for _, us in modules for u in us]
     with_reach = reach and not theorems
-    sweep = runner.run(theorem_units + draws + (_reach.units(profile, seed) if with_reach else []), options, progress)
-    T, G = len(theorem_units), len(theorem_units) + len(draws)
-    records, drawn, rest = sweep.records[:T], sweep.records[T:G], sweep.records[G:]
+    sweep = runner.run(theorem_units + own + (_reach.units(profile, seed) if with_reach else []), options, progress)
+    T, G = len(theorem_units), len(theorem_units) + len(own)
+    records, rest = sweep.records[:T], sweep.records[G:]
     results = [rec.result if rec.status == "done" else registry.failed(u.params["name"], profile, rec.error)
                for u, rec in zip(theorem_units, records, strict=True)]
-    if draws:
-        results.append(registry.genericity_result(profile, seed, [r.result if r.status == "done" else None for r in drawn],
-                                                  [r.error for r in drawn]))
+    timings: dict[str, Any] = {"theorems": {u.params["name"]: r.seconds for u, r in zip(theorem_units, records, strict=True)}}
+    start = T
+    for module, us in modules:
+        recs = sweep.records[start:start + len(us)]
+        start += len(us)
+        if us:
+            results.append(registry.unit_result(module, profile, seed, [r.result if r.status == "done" else None
+                                                                       for r in recs], [r.error for r in recs]))
+            timings[module.NAME] = [u.params | {"seconds": r.seconds} for u, r in zip(us, recs, strict=True)]
     resumed = {"theorems": [t["name"] for t in results if t.get("from_journal")],
                "reach_instances": sum(r.where == _FROM_JOURNAL for r in rest)}
-    timings: dict[str, Any] = {"theorems": {u.params["name"]: r.seconds for u, r in zip(theorem_units, records, strict=True)}}
-    if draws:
-        timings["genericity"] = [{"kind": u.params["kind"], "shape": u.params["shape"], "draw": u.params["index"],
-                                  "seconds": r.seconds} for u, r in zip(draws, drawn, strict=True)]
     reach_rows = None
     if with_reach:
         reach_rows = _reach.rows(profile, sweep.results()[G:])

@@ -34,7 +34,7 @@ from typing import Any
 
 from verify.io.files import replace_file
 from verify.reporting.latex import escape, text
-from verify.reporting.results import genericity_rows, kind_of, notes, witness_rows, yes_no
+from verify.reporting.results import genericity_rows, kind_of, notes, witness_table, yes_no
 from verify.reporting.rounding import down, strict_below, up
 from verify.reporting.summary import journal_line, selfcheck_line, shapes
 from verify.version import NAME, describe, provenance
@@ -128,9 +128,7 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements:
                 f"Notes to Table~\\ref{{{label}}}:", "\\begin{enumerate}\\footnotesize"]
         out += [f"\\item value: {text(q)}; bound: {text(o)}" for q, o in distinct]
         out.append("\\end{enumerate}")
-        if files := witness_rows(t["checks"]):  # one per line: a file name does not break, and a column is narrow
-            out += ["", "Witness files (\\texttt{verify check} re-checks a row):", "\\begin{itemize}\\footnotesize",
-                    *(f"\\item row {i}: \\texttt{{{escape(f)}}}" for i, f in files), "\\end{itemize}"]
+    out += _witness_table(doc, seed, profile)
     if doc.get("reach"):
         out += ["", "\\subsection*{Solver reach on independent Gaussian targets}",
                 "Not a theorem check: inputs and targets i.i.d.\\ $N(0, 1)$, blocks drawn with them; the share of "
@@ -156,6 +154,31 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements:
                 f"\\includegraphics{{\\VerifyAppendixDir/{stem}.pdf}}",
                 f"\\caption{{{text(caption)}}}", f"\\label{{{_label(stem)}}}", "\\end{figure}"]
     return "\n".join(out) + "\n"
+
+
+def _witness_table(doc: dict[str, Any], seed: str, profile: str) -> list[str]:
+    """One row per witness file (:func:`verify.reporting.results.witness_table`), the files listed
+    one per line below the table (a file name does not break, and a column is narrow)."""
+    rows = witness_table(doc)
+    if not rows:
+        return []
+    out = ["", "\\subsection*{Witnesses}",
+           "Each witness is written to a file that \\texttt{verify check} re-checks (the bound on its image, and the "
+           "exact solution near it where one was proved); the files are listed below the table.", "",
+           "\\begin{table}[ht]", "\\centering\\footnotesize\\setlength{\\tabcolsep}{3pt}",
+           f"\\caption{{Witnesses (seed {seed}, {profile} profile): size, depth, length, the bound on "
+           "$\\max\\lvert\\text{image} - \\text{target}\\rvert$, and the radius of the exact solution proved near it."
+           "}\\label{verify-tab-witnesses}",
+           "\\begin{tabularx}{\\linewidth}{@{}r>{\\raggedright\\arraybackslash}Xrlrll@{}}", "\\toprule",
+           "\\# & instance & $m$ & depth & length & bound & exact solution \\\\", "\\midrule"]
+    for i, r in enumerate(rows, 1):
+        exact = ("not tried" if r["exact"] is None else "not proved" if r["exact"] is False
+                 else f"radius {_number(r['exact'], up)}")
+        out.append(f"{i} & {text(r['instance'])} & {escape(r['m'])} & {escape(r['depth'])} & {escape(r['length'])} & "
+                   f"{_shown(r['check'], 'value')} & {exact} \\\\")
+    return out + ["\\bottomrule", "\\end{tabularx}", "\\end{table}", "",
+                  "Witness files, relative to the report's folder:", "\\begin{itemize}\\footnotesize",
+                  *(f"\\item {i}: \\texttt{{{escape(r['file'])}}}" for i, r in enumerate(rows, 1)), "\\end{itemize}"]
 
 
 _KINDS = {"rank": "bracket rank", "causal": "causal bracket rank", r"gl": r"$V_0, V_1$ generate $\mathfrak{gl}(d)$",

@@ -152,3 +152,27 @@ def genericity_rows(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append(row | {"degrees": (min(degs), max(degs)) if degs else None,
                           **{k: sorted(row[k]) for k in ("m", "bound", "counting")}})
     return out
+
+
+def witness_table(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per witness file of a report (:func:`witness_rows` over its theorems): the
+    ``theorem``, the replay ``check``, its ``instance`` label, ``m`` (from the witness's shape),
+    ``depth``, ``length`` (steps or layers), the ``file``, and ``exact``: the radius of the exact
+    solution proved near it (the check of the same instance that records a Krawczyk radius),
+    False where that proof failed, None where none was tried."""
+    rows = []
+    for t in doc["theorems"]:
+        for i, f in witness_rows(t["checks"]):
+            c = t["checks"][i - 1]
+            d = c["details"]
+            label = c["name"][c["name"].rfind("["):] if "[" in c["name"] else ""  # no label: no instance to match
+            shape = d.get("witness_shape")
+            proof = next((e for e in t["checks"] if label and e is not c and e["name"].endswith(label)
+                          and isinstance(e.get("details"), dict) and "radius" in e["details"]), None)
+            radius = None if proof is None else proof["details"]["radius"]
+            ok = proof is not None and proof["passed"] and proof["certified"] and isinstance(radius, (int, float))
+            rows.append({"theorem": t["name"], "check": c, "instance": label.strip("[]") or c["name"],
+                         "m": math.prod(shape) if isinstance(shape, list) and shape else "not recorded",
+                         "depth": d.get("witness_depth", "not recorded"), "length": d.get("witness_length", "not recorded"),
+                         "file": f, "exact": None if proof is None else (radius if ok else False)})
+    return rows

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from verify.reporting.results import KINDS, genericity_rows, kind_of, notes, witness_rows, yes_no
+from verify.reporting.results import KINDS, genericity_rows, kind_of, notes, witness_table, yes_no
 from verify.reporting.rounding import bound, down, up
 from verify.version import NAME, describe
 
@@ -75,25 +75,15 @@ def selfcheck_line(doc: dict[str, Any]) -> str:
 
 
 def _witness_table(doc: dict[str, Any]) -> list[str]:
-    """One row per witness file (:mod:`verify.reporting.witness_files`): its instance, size, the
-    row's bound on max |image - target|, and the exact solution proved near it (the check of the
-    same instance that records a Krawczyk radius; "not tried" where the profile tried none), or
-    nothing where the report has no file."""
+    """One row per witness file (:func:`verify.reporting.results.witness_table`), or nothing
+    where the report has none."""
     rows = []
-    for t in doc["theorems"]:
-        for i, f in witness_rows(t["checks"]):
-            c = t["checks"][i - 1]
-            d = c["details"]
-            label = c["name"][c["name"].rfind("["):]
-            shape = d.get("witness_shape")
-            m = int(np.prod(shape)) if isinstance(shape, list) and shape else "not recorded"
-            proof = next((e for e in t["checks"] if e is not c and e["name"].endswith(label) and "radius" in e["details"]), None)
-            exact = ("not tried" if proof is None else f"proved, radius {_number(proof['details']['radius'], up)}"
-                     if proof["passed"] and proof["certified"] and isinstance(proof["details"]["radius"], (int, float))
-                     else "not proved")
-            rows.append(f"| {t['name']} | {_cell(label.strip('[]'))} | {m} | {_cell(d.get('witness_depth', 'not recorded'))} | "
-                        f"{_cell(d.get('witness_length', 'not recorded'))} | {_shown(c, 'value')} ({kind_of(c)}) | "
-                        f"{_shown(c, 'bound')} | {exact} | `{_cell(f)}` |")
+    for r in witness_table(doc):
+        c = r["check"]
+        exact = ("not tried" if r["exact"] is None else "not proved" if r["exact"] is False
+                 else f"proved, radius {_number(r['exact'], up)}")
+        rows.append(f"| {r['theorem']} | {_cell(r['instance'])} | {r['m']} | {_cell(r['depth'])} | {_cell(r['length'])} | "
+                    f"{_shown(c, 'value')} ({kind_of(c)}) | {_shown(c, 'bound')} | {exact} | `{_cell(r['file'])}` |")
     if not rows:
         return []
     return ["", "## Witnesses", "",
