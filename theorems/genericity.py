@@ -53,14 +53,14 @@ HYPOTHESES = [
 ]
 KINDS = ("rank", "causal", "gl", "coincident", "permuted", "negated", "odd")
 
-# (kind, shape): gl takes (1, 1, d); seconds: a draw not proved within them fails (a safety cap, far above
-# the measured cost: 32 s for m = 128 (4, 4, 8), docs/verdicts.md 2026-12-07)
+# (kind, shape): gl takes (1, 1, d); seconds: a draw not proved within them fails (a safety cap above the
+# measured cost: 35-45 s a draw at m = 128 (4, 4, 8), 268 s at m = 256 (4, 8, 8), docs/theorems.md 2026-12-07)
 PROFILES = {
     "quick": {"draws": 2, "seconds": 120.0, "grid": [("rank", (2, 2, 2)), ("causal", (2, 2, 2)), ("gl", (1, 1, 2))]},
     "standard": {"draws": 10, "seconds": 300.0, "grid": [("rank", (2, 4, 4))]},
     "paper": {"draws": 10, "seconds": 600.0, "grid": [
         ("rank", (2, 2, 2)), ("rank", (1, 4, 4)), ("rank", (2, 4, 2)), ("rank", (2, 4, 4)), ("rank", (4, 2, 4)),
-        ("rank", (2, 4, 8)), ("rank", (4, 4, 4)), ("rank", (4, 4, 8)),
+        ("rank", (2, 4, 8)), ("rank", (4, 4, 4)), ("rank", (4, 4, 8)), ("rank", (4, 8, 8)),
         ("causal", (2, 2, 2)), ("causal", (3, 3, 2)), ("causal", (2, 4, 4)), ("causal", (4, 4, 4)),
         ("gl", (1, 1, 2)), ("gl", (1, 1, 4)), ("gl", (1, 1, 8)),
         ("coincident", (2, 4, 4)), ("permuted", (2, 4, 4)), ("negated", (2, 4, 4)), ("odd", (2, 4, 4))]},
@@ -105,7 +105,7 @@ def units(profile: str, seed: int) -> list[Unit]:
     p = PROFILES[profile]
     return [Unit(task=f"{__name__}:unit", params={"kind": kind, "shape": list(shape), "index": i, "seed": seed,
                                                   "seconds": p["seconds"]},
-                 weight=float(np.prod(shape)) ** 2 / 500)  # a guess for the time left only: 0.1 s at m = 8, 33 s at 128
+                 weight=float(np.prod(shape)) ** 2 / 300)  # for the time left only: measured 0.1 s at m = 8, 40 s at 128
             for kind, shape in p["grid"] for i in range(p["draws"])]
 
 

@@ -53,11 +53,13 @@ def _shown(c: dict[str, Any], key: str) -> str:
 def shapes(t: dict[str, Any]) -> str:
     """The instance shapes a theorem was checked on, from its profile settings ((N, n, d) triples)."""
     settings = t.get("profile_settings") or {}
-    if isinstance(settings.get("grid"), list) and settings["grid"]:  # the genericity draws: (kind, shape) pairs
-        ms = [int(np.prod(g[1])) for g in settings["grid"] if isinstance(g, list) and len(g) == 2 and g[0] != "gl"
-              and isinstance(g[1], list) and all(isinstance(x, int) and not isinstance(x, bool) for x in g[1])]
-        return (f"{len(settings['grid'])} kinds and shapes" + (f", m = {min(ms)} to {max(ms)}" if ms else "")
-                + f", {settings.get('draws')} draws each")
+    for key, one, many in (("grid", "kind and shape", "kinds and shapes"), ("rows", "instance", "instances")):
+        if isinstance(settings.get(key), list) and settings[key]:
+            ms = [int(np.prod(g[1])) for g in settings[key] if isinstance(g, list) and len(g) >= 2 and g[0] != "gl"
+                  and isinstance(g[1], list) and all(isinstance(x, int) and not isinstance(x, bool) for x in g[1])]
+            k = len(settings[key])  # genericity's (kind, shape) pairs, large instances' (theorem, shape, targets)
+            return (f"{k} {one if k == 1 else many}" + (f", m = {min(ms)} to {max(ms)}" if ms else "")
+                    + (f", {settings['draws']} draws each" if "draws" in settings else ""))
     sizes = {k: tuple(v) for k, v in settings.items()
              if isinstance(v, (list, tuple)) and len(v) == 3 and all(isinstance(x, int) for x in v)}
     return ", ".join(f"{k} {v}" for k, v in sizes.items()) or "not recorded"
