@@ -96,3 +96,13 @@ def test_blocks_of_another_dimension_are_refused_alike(tmp_path):
     r = subprocess.run([sys.executable, "-m", "verify", "rank", "--inputs", "x.npy", "--blocks", "b.json"], cwd=tmp_path,
                        capture_output=True, text=True)
     assert r.returncode == 2 and MISTAKES["blocks of d = 3 on d = 2 data"][1] in r.stderr
+
+
+def test_dir_and_help_list_the_lazily_loaded_api():
+    import pydoc
+
+    import verify
+
+    assert {"check", "rank", "interpolate", "write_report", "gaussian_blocks"} <= set(dir(verify))
+    text = pydoc.render_doc(verify, renderer=pydoc.plaintext)
+    assert all(f"{name}(" in text for name in ("check", "rank", "interpolate"))

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from theorems import reach, registry
+from theorems import genericity, reach, registry
+from verify import api
 from verify.io.errors import InputError
+from verify.reporting.summary import journal_line
 from verify.sweep import runner
 from verify.sweep.journal import Journal
 from verify.sweep.runner import SweepOptions
@@ -167,3 +169,14 @@ def test_a_scheduler_and_a_worker_over_tcp_give_the_rows_computed_in_process(tmp
         for p in (worker, scheduler):
             p.terminate()
             p.wait(timeout=30)
+
+
+def test_resumed_genericity_draws_are_counted_and_said(tmp_path):
+    journal = tmp_path / "journal.jsonl"
+    first = api.run_theorems("quick", 4, reach=False, options=SweepOptions(scheduler="none", journal=journal))
+    again = api.run_theorems("quick", 4, reach=False, options=SweepOptions(scheduler="none", journal=journal, resume=True))
+    draws = len(genericity.units("quick", 4))
+    assert first["resumed"]["units"] == {"genericity": 0} and again["resumed"]["units"] == {"genericity": draws}
+    assert [t for t in again["theorems"] if t["name"] == "genericity"][0]["checks"] == \
+        [t for t in first["theorems"] if t["name"] == "genericity"][0]["checks"]
+    assert f"{draws} units of genericity" in journal_line(again) and "none was taken" in journal_line(first)

@@ -6,7 +6,13 @@ and existence proofs), ``search`` (the solver), ``io`` (witnesses, data files, v
 The conventions every module follows are in docs/conventions.md.
 
 The API's names are importable from here (``from verify import check, rank``); they are
-loaded on first use, so ``import verify`` stays light.  The engine knows nothing of theorems; only the API and the CLI do.
+loaded on first use, so ``import verify`` stays light, and ``dir(verify)`` and ``help(verify)``
+list them all.  The engine knows nothing of theorems; only the API and the CLI do.
+
+* ``gaussian_blocks(seed, d)`` -- the two frozen blocks; ``rank(blocks, X)`` -- the bracket rank
+  proved in Arb; ``interpolate(blocks, X, Y, Settings(...))`` -- a control or network;
+  ``witness``, ``save_witness``, ``load_witness`` -- the witness file; ``check(witness)`` -- its
+  certified verdict; ``apply_control``; ``run_theorems`` and ``write_report`` -- the report.
 """
 
 from typing import Any
@@ -27,3 +33,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     raise AttributeError(f"module 'verify' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})  # PEP 562: the lazily loaded API too, for dir() and help()

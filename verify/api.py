@@ -206,7 +206,7 @@ def run_theorems(profile: str = "quick", seed: int = 0, *, theorems: Sequence[st
     results = [rec.result if rec.status == "done" else registry.failed(u.params["name"], profile, rec.error)
                for u, rec in zip(theorem_units, records, strict=True)]
     timings: dict[str, Any] = {"theorems": {u.params["name"]: r.seconds for u, r in zip(theorem_units, records, strict=True)}}
-    start = T
+    start, taken = T, {}
     for module, us in modules:
         recs = sweep.records[start:start + len(us)]
         start += len(us)
@@ -214,8 +214,9 @@ def run_theorems(profile: str = "quick", seed: int = 0, *, theorems: Sequence[st
             results.append(registry.unit_result(module, profile, seed, [r.result if r.status == "done" else None
                                                                        for r in recs], [r.error for r in recs]))
             timings[module.NAME] = [u.params | {"seconds": r.seconds} for u, r in zip(us, recs, strict=True)]
+            taken[module.NAME] = sum(r.where == _FROM_JOURNAL for r in recs)
     resumed = {"theorems": [t["name"] for t in results if t.get("from_journal")],
-               "reach_instances": sum(r.where == _FROM_JOURNAL for r in rest)}
+               "reach_instances": sum(r.where == _FROM_JOURNAL for r in rest), "units": taken}
     reach_rows = None
     if with_reach:
         reach_rows = _reach.rows(profile, sweep.results()[G:])

@@ -158,11 +158,13 @@ def journal_line(doc: dict[str, Any]) -> str:
     journal (``--resume``; ``doc["resumed"]``)."""
     resumed = doc.get("resumed") or {}
     names, k = resumed.get("theorems") or [], resumed.get("reach_instances") or 0
-    if not names and not k:
+    units = resumed.get("units") if isinstance(resumed.get("units"), dict) else {}  # genericity draws, large instances
+    if not names and not k and not any(isinstance(v, int) and v > 0 for v in units.values()):
         return "Every result in this report was computed in this run (none was taken from a journal)."
     total = sum(int(r.get("instances", 0)) for r in doc.get("reach") or [])
     taken = ([f"{len(names)} of {len(doc.get('theorems') or [])} theorem results ({', '.join(map(str, names))})"]
-             if names else []) + ([f"{k} of {total} reach instances"] if k else [])
+             if names else []) + ([f"{k} of {total} reach instances"] if k else []) + [
+                 f"{v} units of {_cell(str(name))}" for name, v in units.items() if isinstance(v, int) and v > 0]
     return (f"Taken from the journal of an earlier run (`--resume`), not recomputed: {' and '.join(taken)}; their "
             "values are what the journal says (validated and re-judged against their bounds). Run without `--resume` "
             "to recompute everything.")
