@@ -15,6 +15,7 @@ from property_tests.strategies import symmetric_collections
 from verify.io.errors import InputError
 from verify.lie.invariants import predicted_rank, rank_bound
 from verify.lie.rank import MAX_DEGREE, MAX_DIGITS, analyse, logit_digits, resolving_digits, weight_digits
+from verify.lie.symmetry import orbit_count_at_least, orbits
 from verify.model.attention import softmax_weights
 from verify.model.blocks import gaussian_blocks
 
@@ -249,3 +250,25 @@ def test_limits_are_refused_before_any_work():
     with pytest.raises(InputError, match="over the limit"):
         analyse(gaussian_blocks(0, 2), big)
     assert MAX_DEGREE == 14
+
+
+def test_a_collection_over_the_row_limit_is_refused_before_any_exact_work(monkeypatch):
+    import verify.lie.rank as rank_module
+
+    def never(*args, **kwargs):
+        raise AssertionError("exact work started")
+
+    monkeypatch.setattr(rank_module, "rank_bound", never)
+    monkeypatch.setattr(rank_module, "exact_array", never)
+    X = np.random.default_rng(0).normal(size=(20000, 32, 2))
+    with pytest.raises(InputError, match="over the limit of 512"):
+        analyse(gaussian_blocks(0, 2), X)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_float64_orbit_count_matches_the_exact_orbits_on_copies_and_signed_permutations(causal):
+    g = np.random.default_rng(1)
+    X = g.normal(size=(6, 3, 2))
+    X = np.concatenate([X, -X[:2], X[2:4, ::-1], X[:1] + 0.0 * X[:1], np.zeros((1, 3, 2)), -np.zeros((1, 3, 2))])
+    assert orbit_count_at_least(X, causal) == len(orbits(X, causal))
+    assert orbit_count_at_least(X, causal, enough=2) == 3  # stops once past enough

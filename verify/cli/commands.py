@@ -24,6 +24,7 @@ from verify.io.files import Limits, check_creatable, check_outputs, load_json, w
 from verify.lie import certify
 from verify.lie.admissibility import check_admissible
 from verify.lie.hall import basis, str_word
+from verify.lie.rank import check_rows
 from verify.model.blocks import gaussian_blocks
 from verify.model.dynamics import dynamics
 from verify.reporting import appendix, report, selfcheck, summary, witness_files
@@ -230,8 +231,10 @@ RANK_FIELDS = ("verdict", "dimension", "bound", "sharp", "reasons", "rank", "min
 
 
 def _rank(args: argparse.Namespace) -> int:
-    X = datafiles.load_collection(args.inputs, limits=_limits(args), exact=True)
+    X = datafiles.load_collection(args.inputs, limits=_limits(args))
     blocks = _blocks_from(args, X.shape[2])
+    check_rows(X, bool(blocks[0].causal))  # from the floats, before the exact numbers take memory and time
+    X = datafiles.load_collection(args.inputs, limits=_limits(args), exact=True)
     if args.dump:
         check_creatable(args.dump, "--dump", ".npz", force=args.force)  # np.savez would add the suffix and miss the check
     res = api.rank(blocks, X, max_degree=args.max_degree, dps=args.dps, certify=not args.estimate, budget=args.budget,

@@ -57,7 +57,7 @@ from verify.lie.brackets import bracket_matrix
 from verify.lie.hall import basis, counting_degree, degree
 from verify.lie.invariants import RankBound, rank_bound
 from verify.lie.scales import degree_scales
-from verify.lie.symmetry import exact_array, orbits
+from verify.lie.symmetry import exact_array, orbit_count_at_least, orbits
 from verify.model.attention import causal_mask, logits
 from verify.model.backend import UNIT, namespace, precision
 from verify.model.blocks import Block
@@ -237,6 +237,18 @@ def check_size(bound: RankBound, rows: int, max_degree: int) -> None:
                          f"{MAX_DIMENSION} for the bracket matrix (its rows); split the collection")
 
 
+def check_rows(X: Any, causal: bool) -> None:
+    """Refuse, before any exact work, a collection whose sequences that move independently hold
+    more than MAX_DIMENSION numbers, counted from a lower bound of its orbits in float64
+    (:func:`verify.lie.symmetry.orbit_count_at_least`: a fraction of a second at 200 000 sequences)."""
+    A = np.asarray(X).astype(float)
+    width = max(int(np.prod(A.shape[1:])), 1)
+    rows = orbit_count_at_least(A, causal, enough=MAX_DIMENSION // width) * width
+    if rows > MAX_DIMENSION:
+        raise InputError(f"the sequences that move independently hold at least {rows} numbers, over the limit of "
+                         f"{MAX_DIMENSION} for the bracket matrix (its rows); split the collection")
+
+
 def analyse(
     blocks: Sequence[Block],
     X: Any,
@@ -254,6 +266,7 @@ def analyse(
     ``time.perf_counter()`` value) no further arithmetic is tried.  ``progress`` hears of each
     degree and arithmetic."""
     say = progress or (lambda _: None)
+    check_rows(X, bool(blocks[0].causal))
     Xe = exact_array(X)
     N, n, d = Xe.shape
     causal = bool(blocks[0].causal)

@@ -132,6 +132,46 @@ def orbits(X: np.ndarray, causal: bool = False) -> list[list[int]]:
     return list(groups.values())
 
 
+def orbit_count_at_least(X: Any, causal: bool = False, enough: int | None = None) -> int:
+    """A lower bound of ``len(orbits(X, causal))`` from the float64 values, vectorised (a
+    collection of 200 000 sequences in a fraction of a second, where :func:`orbits` takes
+    minutes): each sequence's canonical form is the lexicographically smaller of its tokens
+    sorted and those of its negative (under a causal mask: of the sequence and its negative,
+    unsorted).  Distinct floats are distinct numbers, so distinct forms are distinct orbits;
+    decimals that round to one float may merge, hence a lower bound.  With ``enough``, the count
+    stops once it passes ``enough`` (all a limit needs to know).
+
+    >>> X = np.array([[[1.0, 2.0], [3.0, 4.0]], [[-3.0, -4.0], [-1.0, -2.0]], [[1.0, 2.0], [3.0, 5.0]]])
+    >>> orbit_count_at_least(X), len(orbits(X)), orbit_count_at_least(X, causal=True)
+    (2, 2, 3)
+    """
+    A = np.asarray(X, dtype=float)
+    seen: set[bytes] = set()
+    for chunk in range(0, A.shape[0], 1024):  # chunks: a limit is usually passed within the first
+        for form in _canonical_forms(A[chunk:chunk + 1024], causal):
+            seen.add(form.tobytes())
+            if enough is not None and len(seen) > enough:
+                return len(seen)
+    return len(seen)
+
+
+def _canonical_forms(A: np.ndarray, causal: bool) -> np.ndarray:
+    """Each sequence of A (N, n, d) as the lexicographically smaller of its form and its
+    negative's (tokens sorted unless ``causal``), flattened: (N, n d)."""
+    N = A.shape[0]
+    forms = []
+    for B in (A, -A):
+        if not causal:  # tokens in lexicographic order, sequence by sequence
+            order = np.lexsort(np.moveaxis(B, -1, 0)[::-1], axis=-1)
+            B = np.take_along_axis(B, order[..., None], axis=1)
+        forms.append((B + 0.0).reshape(N, -1))  # + 0.0: -0.0 becomes 0.0, as the exact keys compare
+    a, b = forms
+    differ = a != b
+    first = np.argmax(differ, axis=1)
+    smaller = np.where(differ.any(axis=1), a[np.arange(N), first] < b[np.arange(N), first], True)
+    return np.where(smaller[:, None], a, b)
+
+
 def prefix_key(X: np.ndarray, s: int, i: int) -> tuple[Key, ...]:
     """The first i tokens of sequence s, exact."""
     return tuple(token_keys(X[s, :i]))
