@@ -36,15 +36,15 @@ verify: $(STAMP)
 	$(PY) -m verify run --force --profile $(PROFILE) --seed $(SEED) --out reports
 
 test: $(STAMP) docs
-	$(PY) -m ruff check verify theorems property_tests
-	$(PY) -m pytest -q verify theorems property_tests
+	$(PY) -m ruff check verify verify_replay theorems property_tests
+	$(PY) -m pytest -q verify verify_replay theorems property_tests
 
 # The API reference from the docstrings (Sphinx autodoc + napoleon); a warning fails the build.  Open build/docs/index.html.
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -q -b html docs/api build/docs
 
 test-thorough: $(STAMP)
-	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -q verify theorems property_tests
+	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -q verify verify_replay theorems property_tests
 
 # Each run is kept as reports/benchmarks/history/<machine>/NNNN_<date>-<commit>.json (pytest-benchmark's
 # storage); `make bench COMPARE=0003` also compares with run 0003 (or a name's prefix), `pytest-benchmark list`
@@ -56,7 +56,7 @@ bench: $(STAMP)
 	$(PY) -m pytest -q -o addopts="" -o python_files="bench_*.py" property_tests/benchmarks --ignore=property_tests/benchmarks/bench_solver.py --ignore=property_tests/benchmarks/bench_models.py --benchmark-json=reports/benchmarks/latest.json --benchmark-storage=file://reports/benchmarks/history --benchmark-save=$(BENCH_NAME) $(if $(COMPARE),--benchmark-compare=$(COMPARE))
 
 lint: $(STAMP)
-	$(PY) -m ruff check verify theorems property_tests
+	$(PY) -m ruff check verify verify_replay theorems property_tests
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .benchmarks build
