@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -112,6 +113,9 @@ def test_quick_profile_passes_for_a_drawn_seed_and_renders_the_appendix(tmp_path
     assert all(f"\\includegraphics{{\\VerifyAppendixDir/{s}.pdf}}" in tex for s in stems)
     assert f"Seed {seed}, quick profile." in tex and f"\\caption{{Solver reach (seed {seed}, quick profile).}}" in tex
     assert "not recorded" not in tex  # every check says what its value is
+    # paper text: no repository paths, module names or development history (issue 68)
+    assert not re.search(r"docs/|\.py\b|\b(verify|theorems)\.[a-z]|first statement|python-flint", tex), \
+        re.search(r".{60}(docs/|\.py\b|\b(verify|theorems)\.[a-z]|first statement|python-flint).{60}", tex)
     if shutil.which("pdflatex"):  # CI installs TeX where it can (.ci/run); the full appendix must compile, and fit
         log = pdflatex(out, "standalone.tex")
         assert max(overfull(log), default=0.0) <= OVERFULL_PT, overfull(log)

@@ -97,7 +97,7 @@ def discretisation_checks(label: str, blocks, X, seed: int, steps: int, duration
         hs.append(h)
         bounds.append(bound)
         out.append(check(f"Euler splitting error within the derived bound, h = {h:.3g} [{label}]", err, bound,
-                         "Lipschitz/Gronwall recursion along the layers (verify.model.discretisation) "
+                         "Lipschitz/Gronwall recursion along the layers "
                          r"+ float64 rounding estimate $4 (L+1) u \max \lvert x \rvert$",
                          quantity="max |network - flow|: float64 layers against a 30-digit flow",
                          slack=bound / err if err > 0 else None, C_h=bound / h))

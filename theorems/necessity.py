@@ -38,7 +38,7 @@ def _rank_check(label: str, blocks, X: np.ndarray, prediction: int) -> Check:
     ok = res.certified and res.bound == prediction
     value = (res.certificate or {}).get("norm_I_minus_RA_upper", np.inf) if ok else np.inf
     return check(f"necessity: {label}: rank equals the reduced prediction {prediction}", value, BELOW_ONE,
-                 "the reduced prediction (docs/theorems.md, necessity), which the invariants' bound must equal; "
+                 "the reduced prediction for these blocks, which the invariants' bound must equal; "
                  r"rank $\ge$ it by an Arb certificate of a minor ($\lVert I - RA \rVert_F < 1$)",
                  quantity=RANK_QUANTITY, certified=ok, rank=res.rank, rank_bound=res.bound,
                  expected_rank=prediction, dimension=res.dimension, deficit=res.dimension - prediction,

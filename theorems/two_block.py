@@ -54,8 +54,7 @@ LATEX = (r"For $\theta_0,\theta_1$ drawn from the Gaussian initialisation and ad
          r"$(gX)_i=s\,x_{\pi(i)}$, $s=\pm1$, with which every $F_\theta$ commutes ($F_\theta(gX)=gF_\theta(X)$): "
          r"the same coincident tokens, the same sequences with $X^a=gX^a$ for some $g$ with $s=-1$ "
          r"(such as $\{a,-a\}$), and the same pairs $X^a=gX^b$, with the same $g$; for $d=1$ the same order "
-         r"pattern. The odd symmetry $F_\theta(-X)=-F_\theta(X)$ was missing from the first statement of this "
-         r"hypothesis; the verification suite found it.")
+         r"pattern.")  # the odd symmetry was missing from the first statement; history: the module docstring, docs/
 HYPOTHESES = [
     "blocks: Q, K, V with i.i.d. N(0, 1/d) entries (generic)",
     "inputs and targets: the same relations under signed token permutations x_i -> s x_(pi(i)), s = +-1 (the "

@@ -46,7 +46,7 @@ EXISTENCE_SECONDS = 300.0  # per control (standard profile about 7 s; m = 18 con
 
 RANK_ORIGIN = (r"rank $\ge$ bound: a bound $\times$ bound minor $A$ of the bracket matrix and a float64 inverse $R$ with "
                r"$\lVert I - RA \rVert_F < 1$ in Arb, so $A$ is invertible; rank $\le$ bound: the invariants "
-               "(docs/conventions.md section 3), exactly")
+               "of the signed token permutations, exactly")
 RANK_QUANTITY = r"$\lVert I - RA \rVert_F$, Arb upper bound (infinite: rank not proved)"
 KRAWCZYK_QUANTITY = r"$\sup \lvert K(B) - c \rvert / r$, Arb upper bound (infinite: not proved)"
 
@@ -197,4 +197,4 @@ def refusal_check(label: str, X: np.ndarray, Y: np.ndarray, causal: bool, obstru
                  reason="accepted: not refused")
 
 
-REFUSAL_ORIGIN = "an invariant forbids these targets (docs/conventions.md section 3)"
+REFUSAL_ORIGIN = "an invariant of the flows forbids these targets"

@@ -179,9 +179,9 @@ def generates_gl(V0: np.ndarray, V1: np.ndarray, max_degree: int = 12) -> dict[s
     is at most their rank over Q, and d^2 mod p proves d^2 over Q (d = 8: 0.1 s against 25 s
     over Q); where it falls short (an unlucky prime, or a true deficit) the rank over Q decides."""
     proved = _generates(V0, V1, max_degree, _nmod_matrix, "rank modulo the prime 2^61 - 1 of the exact entries (a "
-                                                           "lower bound of the rank over Q; python-flint nmod_mat)")
+                                                           "lower bound of the rank over Q)")
     return proved if proved["certified"] else _generates(V0, V1, max_degree, _fmpq_matrix,
-                                                         "exact rank over Q of the binary64 entries (python-flint fmpq_mat)")
+                                                         "exact rank over Q of the entries as written")
 
 
 def _stack(like: Any, rows: list[list[Any]]) -> Any:
