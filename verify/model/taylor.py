@@ -46,7 +46,7 @@ from verify.model.backend import midpoints, namespace, namespace_of
 from verify.model.blocks import Block
 
 
-def _cauchy(xp: Any, A: Any, B: Any, k: int, lo: int = 0, hi: int | None = None) -> Any:
+def cauchy(xp: Any, A: Any, B: Any, k: int, lo: int = 0, hi: int | None = None) -> Any:
     """sum_{j=lo..hi} A_j @ B_{k-j} (hi = k by default), one batched matrix product over the
     series axis; the callers leave out the terms that vanish along a polynomial."""
     hi = k if hi is None else hi
@@ -328,7 +328,7 @@ def _recur(s: _Series, block: Block, start: int, stop: int, tan: bool, frozen: i
                 Xk = Xk - xp.asarray(s.anchor)
             s.put("KXt", k, xp.matrix_transpose(xp.matmul(Xk, Kt)))
             s.put("VX", k, xp.matmul(Xk, Vt))
-        L = beta * _cauchy(xp, s["QX"], s["KXt"], k, lo, both)
+        L = beta * cauchy(xp, s["QX"], s["KXt"], k, lo, both)
         if k:
             L = centred(xp, L, s["P"][0, ...], s.dominant)
         s.put("L", k, L)
@@ -346,7 +346,7 @@ def _recur(s: _Series, block: Block, start: int, stop: int, tan: bool, frozen: i
             E = s.put("E", k, _products(xp, s["jL"], s["E"], k) / k)
             s.put("S", k, xp.sum(E, axis=-1, keepdims=True))
             P = s.put("P", k, (E - _products(xp, s["S"], s["P"], k)) / s["S"][0, ...])
-        F = _cauchy(xp, s["P"], s["VX"], k, lo)
+        F = cauchy(xp, s["P"], s["VX"], k, lo)
         if balls and k == 0:
             F = F + s.va  # sum_j P_ij V a = V a; above order 0 the weights' coefficients sum to 0
         if frozen is None:
@@ -365,7 +365,7 @@ def _recur(s: _Series, block: Block, start: int, stop: int, tan: bool, frozen: i
             s.put("dQX", k, xp.matmul(dXk, Qt))
             s.put("dKXt", k, xp.matrix_transpose(xp.matmul(dXk, Kt)))
             s.put("dVX", k, xp.matmul(dXk, Vt))
-        dL = beta * (_cauchy(xp, s["dQX"], s["KXt"], k, lo, both) + _cauchy(xp, s["QX"], s["dKXt"], k, lo, both))
+        dL = beta * (cauchy(xp, s["dQX"], s["KXt"], k, lo, both) + cauchy(xp, s["QX"], s["dKXt"], k, lo, both))
         if s.dominant is not None:  # balls: the same row shifts as L (softmax's derivative ignores them too)
             dL = centred(xp, dL, P, s.dominant)
         s.put("dL", k, dL)
@@ -386,7 +386,7 @@ def _recur(s: _Series, block: Block, start: int, stop: int, tan: bool, frozen: i
             s.put("dS", k, xp.sum(dE, axis=-1, keepdims=True))
             rest = (_products(xp, s["dS"], s["P"], k) + _products(xp, s["S"], s["dP"], k)) if k else 0
             s.put("dP", k, (dE - rest - s["dS"][0, ...] * P) / S0)
-        dF = _cauchy(xp, s["dP"], s["VX"], k, lo) + _cauchy(xp, s["P"], s["dVX"], k, lo)
+        dF = cauchy(xp, s["dP"], s["VX"], k, lo) + cauchy(xp, s["P"], s["dVX"], k, lo)
         if frozen is None:
             s.put("dX", k + 1, dF / (k + 1))
             continue

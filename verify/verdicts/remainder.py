@@ -65,7 +65,7 @@ from verify.model.attention import beta_in, dominant, jacobian
 from verify.model.backend import namespace
 from verify.model.blocks import Block
 from verify.model.float_balls import ETA, Balls, U, on_dominant, up
-from verify.model.taylor import centred, evaluate
+from verify.model.taylor import cauchy, centred, evaluate
 
 ORDER = 18  # Taylor order p of the validated steps
 DEFECT_ORDERS = 10  # the defect's coefficients are computed to order q = p + this, the rest bounded by Cauchy
@@ -145,7 +145,7 @@ def _logit_moves(block: Block, sc: Any, sb: Any, spread: np.ndarray, p: int) -> 
         lo, hi = max(0, k - p), min(k, p)  # both factors vanish above order p
 
         def product(A: Any, B: Any, k: int = k, lo: int = lo, hi: int = hi) -> Any:
-            return xp.cauchy(A[lo: hi + 1], B[k - lo: (k - hi - 1) if hi < k else None: -1])
+            return cauchy(xp, A, B, k, lo, hi)
 
         # the same products, centred alike, as the series' own (taylor._recur), where it holds them
         L = sc["L"][k] if k < held else centred(xp, beta * product(sc["QX"], sc["KXt"]), sc["P"][0], sc.dominant)
