@@ -189,3 +189,15 @@ def test_genericity_draws_are_aggregated_per_shape_and_every_unproved_draw_is_na
         assert f"bracket rank & (1, 2, {m // 2}) & {m} & 1 of 2 (not: 1) & {m} & 5 / 4 &" in tex
     assert "[draw 1, N=1,n=2,d=2]" not in text  # aggregated, not listed check by check
     assert "3 kinds and shapes" not in text and "2 kinds and shapes, m = 4 to 4, 2 draws each" in text
+
+
+@TEX
+def test_the_appendix_is_a_numbered_section_that_refs_as_a_letter_under_appendix(tmp_path):
+    appendix.write(synthetic_report(), tmp_path / "appendix", registry.statements())
+    (tmp_path / "paper.tex").write_text(
+        "\\documentclass{article}\n" + PREAMBLE + "\n\\newcommand{\\VerifyAppendixDir}{appendix}\n\\begin{document}\n"
+        "\\section{Introduction}\\label{intro}See Appendix~\\ref{verify-evidence}.\n\\appendix\n"
+        "\\input{appendix/appendix}\n\\end{document}\n")
+    pdflatex(tmp_path, "paper.tex")
+    aux = (tmp_path / "paper.aux").read_text()
+    assert "\\newlabel{verify-evidence}{{A}" in aux and "\\newlabel{intro}{{1}" in aux

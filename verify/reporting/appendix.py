@@ -97,7 +97,7 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements:
         *([] if here == directory else ["% (the directory written to has characters LaTeX cannot take in a file "
                                         "name; set \\VerifyAppendixDir)"]),
         f"\\providecommand{{\\VerifyAppendixDir}}{{{here}}}",
-        "\\section*{Machine-checked evidence}\\label{verify-evidence}",
+        "\\section{Machine-checked evidence}\\label{verify-evidence}",  # numbered: a letter under \\appendix
         f"Every number below was computed by {escape(NAME)} {escape(code)}{escape(typeset)} "
         f"(profile \\texttt{{{profile}}}, seed {seed}; blocks and instances drawn from the seed). A check passes "
         "when its value is at most its bound; values are rounded up and bounds down. Its kind is \\emph{certified} "
