@@ -52,6 +52,9 @@ def test_the_report_writes_each_witness_to_a_file_that_verify_check_certifies(tm
     row = "| T2 | N=1,n=2,d=2 | 4 | finite | 1 | 0 (certified) | <= 9.99e-13 | not tried | `witnesses/T2-N=1-n=2-d=2.json` |"
     assert row in summary
     assert summary.count("`witnesses/T2-N=1-n=2-d=2-2.json`") == 1
+    recheck = summary[summary.index("## How to re-check"):]  # the commands for the first file, and the whole run
+    assert all(f"`{cmd} witnesses/T2-N=1-n=2-d=2.json`" in recheck for cmd in ("verify check", "verify-replay"))
+    assert "`verify run --profile" in recheck
     tex = (tmp_path / "appendix" / "appendix.tex").read_text()
     assert "\\item 1: \\texttt{witnesses/T2-N=1-n=2-d=2.json}" in tex
 
@@ -113,6 +116,7 @@ def test_the_witnesses_table_shows_the_exact_solution_proved_for_the_same_instan
                                                  quantity="K reach / r", radius=None).as_dict())
     api.write_report(failed, tmp_path / "failed")
     assert "| not proved | `witnesses/T2-N=1-n=2-d=2.json` |" in (tmp_path / "failed" / "summary.md").read_text()
-    row = [x for x in (tmp_path / "summary.md").read_text().splitlines() if "witnesses/T2-N=1-n=2-d=2.json" in x]
+    row = [x for x in (tmp_path / "summary.md").read_text().splitlines()
+           if x.startswith("| ") and "witnesses/T2-N=1-n=2-d=2.json" in x]  # the table's rows, not the re-check commands
     cells = [x.strip() for x in row[0].split("|")]
     assert len(row) == 1 and cells[8] == "proved, radius 3e-14", cells

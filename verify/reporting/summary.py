@@ -95,6 +95,26 @@ def _witness_table(doc: dict[str, Any]) -> list[str]:
             "|---|---|---|---|---|---|---|---|---|", *rows]
 
 
+def _recheck(doc: dict[str, Any]) -> list[str]:
+    """How a referee re-checks a row: the first witness file, `verify check` and the independent
+    replay on it, and the whole report again at the code's commit."""
+    rows = witness_table(doc)
+    code = doc.get("code") if isinstance(doc.get("code"), dict) else {}
+    commit = str(code.get("commit") or "")[:12]
+    out = ["", "## How to re-check", ""]
+    if rows:
+        f = _cell(rows[0]["file"])
+        out += [f"A row with a witness file, from this summary's folder (here `{f}`):", "",
+                f"- `verify check {f}`: the certificate again (Arb balls around every number as written), and the exact "
+                "solution near it where the row proved one;",
+                f"- `verify-replay {f}`: an independent replay (no code shared with the suite: SciPy's DOP853 in "
+                "float64 and an extrapolated integrator in mpmath), max |image - target| against the file's tolerance.", ""]
+    where = f"at commit `{commit}` (`git checkout {commit}`)" if commit else "with the version named above"
+    out.append(f"The whole report: `verify run --profile {_cell(str(doc['profile']))} --seed {doc['seed']}` {where}; "
+               "two runs give the same `verification.json` apart from its timings.")
+    return out
+
+
 GENERICITY_KINDS = {"rank": "bracket rank", "causal": "causal bracket rank", "gl": "V_0, V_1 generate gl(d)",
                     "coincident": "rank, a repeated token", "permuted": "rank, a reversed copy of a sequence",
                     "negated": "rank, a negated copy of a sequence", "odd": "rank, an odd sequence {a, -a, ...}"}
@@ -213,6 +233,7 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
         out += ["", "Notes:", ""]
         out += [f"{k}. value: {_cell(q)}; bound: {_cell(o)}" for k, (q, o) in enumerate(distinct, 1)]
     out += _witness_table(doc)
+    out += _recheck(doc)
     out += ["", "## Solver reach on independent Gaussian targets", ""]
     if doc.get("reach"):
         out += ["Not a theorem check: the share of instances (inputs and targets i.i.d. N(0, 1)) for which the "
