@@ -154,13 +154,17 @@ def reach(doc: dict[str, Any]):
         a.plot([r["m"] for r in sel], [100 * r["success_rate"] for r in sel], marker=marker, label=f"{depth} depth")
         won = [r for r in sel if r["median_jacobians_solved"] is not None]
         b.plot([r["m"] for r in won], [r["median_jacobians_solved"] for r in won], marker=marker, label=f"{depth} depth")
-    sizes = sorted({r["m"] for r in rows})
+    a.set_ylim(-5, 105)
+    return _against_m(fig, a, b, sorted({r["m"] for r in rows}), "solved (%)", "median Jacobians\n(solved instances)")
+
+
+def _against_m(fig: Any, a: Any, b: Any, sizes: list[int], top: str, bottom: str) -> Any:
+    """Two panels over a shared axis of sizes m (log 2, ticked at ``sizes``), labelled, with legends."""
     b.set_xscale("log", base=2)
     b.set_xticks(sizes, [str(m) for m in sizes])
     b.set_xlabel("$m = N n d$")
-    a.set_ylim(-5, 105)
-    a.set_ylabel("solved (%)")
-    b.set_ylabel("median Jacobians\n(solved instances)")
+    a.set_ylabel(top)
+    b.set_ylabel(bottom)
     for ax in (a, b):
         ax.legend(frameon=False)
     fig.tight_layout(pad=0.3)
@@ -187,17 +191,9 @@ def genericity(doc: dict[str, Any]):
     counting = sorted({(r["m"][0], c) for r in rows for c in r["counting"]})
     if counting:
         a.plot(*zip(*counting, strict=True), color="0.5", linestyle="--", marker="_", label="counting degree")
-    sizes = sorted({r["m"][0] for r in rows})
-    b.set_xscale("log", base=2)
     b.set_yscale("log")
-    b.set_xticks(sizes, [str(x) for x in sizes])
-    b.set_xlabel("$m = N n d$")
-    a.set_ylabel("degree reaching\nthe bound")
-    b.set_ylabel("smallest certified\n$\\sigma_{\\min}$ lower bound")
-    for ax in (a, b):
-        ax.legend(frameon=False)
-    fig.tight_layout(pad=0.3)
-    return fig
+    return _against_m(fig, a, b, sorted({r["m"][0] for r in rows}), "degree reaching\nthe bound",
+                      "smallest certified\n$\\sigma_{\\min}$ lower bound")
 
 
 FIGURES: dict[str, tuple[Callable[..., Any], str]] = {
