@@ -159,9 +159,14 @@ def reach(doc: dict[str, Any]):
 
 
 def _against_m(fig: Any, a: Any, b: Any, sizes: list[int], top: str, bottom: str) -> Any:
-    """Two panels over a shared axis of sizes m (log 2, ticked at ``sizes``), labelled, with legends."""
+    """Two panels over a shared axis of sizes m (log 2, ticked at ``sizes`` apart from those a
+    label would overlap: 18 beside 16), labelled, with legends."""
+    ticks: list[int] = []
+    for m in sizes:
+        if not ticks or np.log2(m / ticks[-1]) >= 0.3:
+            ticks.append(m)
     b.set_xscale("log", base=2)
-    b.set_xticks(sizes, [str(m) for m in sizes])
+    b.set_xticks(ticks, [str(m) for m in ticks])
     b.set_xlabel("$m = N n d$")
     a.set_ylabel(top)
     b.set_ylabel(bottom)
