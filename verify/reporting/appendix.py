@@ -34,7 +34,7 @@ from typing import Any
 
 from verify.io.files import replace_file
 from verify.reporting.latex import escape, text
-from verify.reporting.results import genericity_rows, kind_of, notes, witness_table, yes_no
+from verify.reporting.results import draws_only, kind_of, notes, witness_table, yes_no
 from verify.reporting.rounding import down, strict_below, up
 from verify.reporting.summary import journal_line, selfcheck_line, shapes
 from verify.version import NAME, describe, provenance
@@ -112,7 +112,7 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements:
         latex = latex if statements.get(t.get("name")) == latex else escape(latex)
         label = _label(f"tab {t['name']}")
         distinct, cited = notes(t["checks"])
-        if (rows := genericity_rows(t["checks"])) and len(t["checks"]) == sum(r["draws"] for r in rows):
+        if rows := draws_only(t["checks"]):
             out += ["", f"\\subsection*{{{text(t['title'])}}}", latex, "", *_genericity_table(rows, label, seed, profile)]
             continue
         out += ["", f"\\subsection*{{{text(t['title'])}}}", latex, "",

@@ -154,6 +154,13 @@ def genericity_rows(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def draws_only(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`genericity_rows` of ``checks`` when every check is a draw (a result the tables show
+    aggregated), else [] (a theorem's checks, shown row by row)."""
+    rows = genericity_rows(checks)
+    return rows if rows and len(checks) == sum(r["draws"] for r in rows) else []
+
+
 def witness_table(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per witness file of a report (:func:`witness_rows` over its theorems): the
     ``theorem``, the replay ``check``, its ``instance`` label, ``m`` (from the witness's shape),

@@ -23,13 +23,12 @@ True
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from verify.reporting.results import KINDS, genericity_rows, kind_of, notes, witness_table, yes_no
+from verify.reporting.results import KINDS, draws_only, kind_of, notes, witness_table, yes_no
 from verify.reporting.rounding import bound, down, up
 from verify.version import NAME, describe
 
@@ -55,7 +54,7 @@ def shapes(t: dict[str, Any]) -> str:
     settings = t.get("profile_settings") or {}
     for key, one, many in (("grid", "kind and shape", "kinds and shapes"), ("rows", "instance", "instances")):
         if isinstance(settings.get(key), list) and settings[key]:
-            ms = [int(np.prod(g[1])) for g in settings[key] if isinstance(g, list) and len(g) >= 2 and g[0] != "gl"
+            ms = [math.prod(g[1]) for g in settings[key] if isinstance(g, list) and len(g) >= 2 and g[0] != "gl"
                   and isinstance(g[1], list) and all(isinstance(x, int) and not isinstance(x, bool) for x in g[1])]
             k = len(settings[key])  # genericity's (kind, shape) pairs, large instances' (theorem, shape, targets)
             return (f"{k} {one if k == 1 else many}" + (f", m = {min(ms)} to {max(ms)}" if ms else "")
@@ -76,11 +75,11 @@ def selfcheck_line(doc: dict[str, Any]) -> str:
             f"{s['file']}, {same}).")
 
 
-def _witness_table(doc: dict[str, Any]) -> list[str]:
-    """One row per witness file (:func:`verify.reporting.results.witness_table`), or nothing
-    where the report has none."""
+def _witness_table(witnesses: list[dict[str, Any]]) -> list[str]:
+    """One row per witness file (``witnesses``: :func:`verify.reporting.results.witness_table`),
+    or nothing where the report has none."""
     rows = []
-    for r in witness_table(doc):
+    for r in witnesses:
         c = r["check"]
         exact = ("not tried" if r["exact"] is None else "not proved" if r["exact"] is False
                  else f"proved, radius {_number(r['exact'], up)}")
@@ -95,10 +94,9 @@ def _witness_table(doc: dict[str, Any]) -> list[str]:
             "|---|---|---|---|---|---|---|---|---|", *rows]
 
 
-def _recheck(doc: dict[str, Any]) -> list[str]:
-    """How a referee re-checks a row: the first witness file, `verify check` and the independent
-    replay on it, and the whole report again at the code's commit."""
-    rows = witness_table(doc)
+def _recheck(doc: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """How a referee re-checks a row: the first witness file (of ``rows``, :func:`_witness_table`'s),
+    `verify check` and the independent replay on it, and the whole report again at the code's commit."""
     code = doc.get("code") if isinstance(doc.get("code"), dict) else {}
     commit = str(code.get("commit") or "")[:12]
     out = ["", "## How to re-check", ""]
@@ -220,7 +218,7 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
         out += ["", f"## {t['name']}: {t['title']}{told}", "", t["statement"], ""]
         if t.get("hypotheses"):
             out += ["Hypotheses:", "", *(f"- {h}" for h in t["hypotheses"]), ""]
-        if (rows := genericity_rows(t["checks"])) and len(t["checks"]) == sum(r["draws"] for r in rows):
+        if rows := draws_only(t["checks"]):
             out += _genericity_table(rows)
             continue
         out += ["Values are rounded up and bounds down to three digits, so a printed row never looks better than "
@@ -232,8 +230,9 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
                        f"{'pass' if c['passed'] else 'FAIL'} | {kind_of(c)} | [{k}] |")
         out += ["", "Notes:", ""]
         out += [f"{k}. value: {_cell(q)}; bound: {_cell(o)}" for k, (q, o) in enumerate(distinct, 1)]
-    out += _witness_table(doc)
-    out += _recheck(doc)
+    witnesses = witness_table(doc)
+    out += _witness_table(witnesses)
+    out += _recheck(doc, witnesses)
     out += ["", "## Solver reach on independent Gaussian targets", ""]
     if doc.get("reach"):
         out += ["Not a theorem check: the share of instances (inputs and targets i.i.d. N(0, 1)) for which the "
