@@ -23,10 +23,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,docs]'
 	touch $(STAMP)
 
-# pdflatex for compiling the appendix (optional: the compile test is skipped without it); needs root and apt-get
+# pdflatex for compiling the appendix (optional: the compile tests are skipped without it); needs root and apt-get.
+# Then, where they install, two journals' two-column classes (IEEEtran, revtex) and pdftotext: the tests set the
+# appendix in them too and read every row back from the PDF (each is skipped where it is missing).
 setup-tex:
 	command -v pdflatex >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	  --no-install-recommends texlive-latex-base texlive-latex-recommended texlive-fonts-recommended >/dev/null; }
+	kpsewhich IEEEtran.cls >/dev/null && command -v pdftotext >/dev/null || DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends texlive-publishers poppler-utils >/dev/null || \
+	  echo "the publishers' classes or pdftotext could not be installed: their tests will be skipped"
 
 PROFILE ?= standard
 

@@ -4,11 +4,13 @@ and the code's version and commit in every output."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from theorems import registry
 from verify.reporting import appendix, latex, summary
 from verify.reporting.appendix import PREAMBLE
 from verify.reporting.rounding import down
-from verify.version import describe, provenance
+from verify.version import CITATION, describe, provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 TEX = pytest.mark.skipif(not shutil.which("pdflatex"), reason="pdflatex not installed (.ci/run installs it)")
@@ -27,10 +29,11 @@ OVERFULL_PT = 5.0  # the issue's limit: a box wider than its line by more than 5
 NASTY = "a_b & 50% #1 {y} ~ ^ \\ ||I - R A||_F < 1 > 0 $\\input{/etc/passwd}$ $x^$ $\\mathbb$"
 
 
-def synthetic_report(nasty: bool = False) -> dict:
+def synthetic_report(nasty: bool = False, rows: int = 0) -> dict:
     """A report with the data of every figure and every kind of row (no theorem run: seconds);
     ``nasty``: with LaTeX's special characters and smuggled commands in a title, a name, a
-    quantity and an origin (long unbreakable words there may overrun a line: not a layout test)."""
+    quantity and an origin (long unbreakable words there may overrun a line: not a layout test);
+    ``rows``: that many more checks in the first theorem (more than a page holds)."""
     def c(name, value, bound, quantity, origin, **extra):
         return {"name": name, "value": value, "bound": bound, "passed": value <= bound, "certified": True,
                 "kind": "certified", "origin": origin, "quantity": quantity, "details": extra.pop("details", {}), **extra}
@@ -53,7 +56,8 @@ def synthetic_report(nasty: bool = False) -> dict:
     theorems = [{"name": "two_block", "title": "Two-block universality", "statement": "S.",
                  "latex": registry.statements()["two_block"], "passed": True, "hypotheses": ["h"],
                  "profile_settings": {"shape": [2, 2, 2], "generic": [3, 3, 2]},
-                 "checks": [rank, refused, odd, replayed]},
+                 "checks": [rank, refused, odd, replayed, *({**rank, "name": f"extra check {i} of a long list [N=3,n=4,d=2]"}
+                                                           for i in range(1, rows + 1))]},
                 {"name": "finite_depth", "title": NASTY if nasty else "Finite depth", "statement": "S.",
                  "latex": "\\input{x}", "passed": True, "checks": [euler]},
                 {"name": "genericity", "title": "Genericity", "statement": "S.", "latex": registry.statements()["genericity"],
@@ -105,7 +109,7 @@ def test_a_paper_in_another_directory_inputs_the_appendix_with_the_documented_pr
         (where / "paper.tex").write_text(
             "\\documentclass{article}\n" + PREAMBLE + "\n\\usepackage{amsthm}\n" + macro
             + "\\newtheorem{theorem}{Theorem}\\begin{document}\\section{Intro}\\label{intro}Text.\n"
-            + f"\\input{{{rel}/appendix}}\n\\ref{{verify-tab-two-block}} \\ref{{verify-fig-trajectories}}\n\\end{{document}}\n")
+            + f"\\input{{{rel}/appendix}}\n\\ref{{verify-two-block}} \\ref{{verify-fig-trajectories}}\n\\end{{document}}\n")
         log = pdflatex(where, "paper.tex")
         for stem in appendix.FIGURE_STEMS:
             assert f"{rel}/{stem}.pdf" in log  # every figure was read (pdflatex logs each file it includes)
@@ -115,7 +119,8 @@ def test_a_paper_in_another_directory_inputs_the_appendix_with_the_documented_pr
 @TEX
 def test_standalone_compiles_without_overfull_boxes(tmp_path):
     appendix.write(synthetic_report(), tmp_path, registry.statements())
-    assert "\\item 1: \\texttt{witnesses/two\\_block-N=2-n=2-d=2.json}" in (tmp_path / "appendix.tex").read_text()
+    assert ("file \\texttt{witnesses/\\allowbreak{}two\\_block-\\allowbreak{}N=2-\\allowbreak{}n=2-\\allowbreak{}d=2.json}"
+            in (tmp_path / "appendix.tex").read_text())
     log = pdflatex(tmp_path, "standalone.tex")
     assert max(overfull(log), default=0.0) <= OVERFULL_PT, overfull(log)
 
@@ -131,10 +136,12 @@ def test_report_text_reaches_latex_only_as_escaped_text_or_admitted_math():
     tex = appendix.render(synthetic_report(nasty=True), statements=registry.statements())
     assert "\\input{/etc" not in tex and "\\input{x}" not in tex  # neither in a name nor as an untrusted statement
     assert "$\\lVert I - RA \\rVert_F < 1$" in tex  # the suite's own mathematics is typeset
-    assert "\\label{verify-tab-two-block}" in tex and "\\label{verify-tab-reach}" in tex
-    rows = [line for line in tex.splitlines() if line.startswith(("1 & ", "2 & ", "3 & "))]
-    assert rows[1].split(" & ")[2:4] == ["yes", "yes"]  # a yes/no check reads yes/no, not 0 <= 0
-    assert "[1] \\\\" in rows[0] and tex.count("an Arb minor with") == 1  # origins listed once, rows cite them
+    assert "\\label{verify-two-block}" in tex and "\\label{verify-tab-reach}" in tex
+    rows = [line for line in tex.splitlines() if line.startswith("\\item ")]
+    assert rows[1].endswith("[(3, 3, 2)]: yes; pass, exact, note~2.")  # a yes/no check reads yes/no, not 0 <= 0
+    assert rows[0].endswith("bound $\\le 1.00\\times 10^{0}$; pass, certified, note~1.")
+    assert tex.count("an Arb minor with") == 1  # origins listed once, rows cite them
+    assert "[inputs $(N, n, d) = (2, 2, 2)$]" in rows[0]  # the instance typeset
 
 
 @given(st.lists(st.sampled_from(list("ab1 $\\{}^_%#&~|<>") + ["\\lVert", "\\input", "\\mathbb", "^^"]),
@@ -158,7 +165,7 @@ def test_every_output_names_the_code_that_made_it(tmp_path):
     code = provenance()
     doc = synthetic_report()
     md = summary.render(doc)
-    assert f"Code: {code['name']} {describe(code)}." in md.splitlines()[2]
+    assert f"Code: {code['name']} {describe(code)}." in md.splitlines()[4]
     assert describe(code) in appendix.render(doc)
     other = {**code, "commit": "0" * 40, "dirty": False}
     older = appendix.render({**doc, "code": other})
@@ -169,6 +176,37 @@ def test_every_output_names_the_code_that_made_it(tmp_path):
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
     if head.returncode == 0:  # a checkout (CI clones one): the commit is HEAD's
         assert code["commit"] == head.stdout.strip() and isinstance(code["dirty"], bool)
+
+
+def test_the_citation_printed_in_the_appendix_is_citation_cff_s():
+    cff = (ROOT / "CITATION.cff").read_text()
+    title = re.search(r'^title: "(.*)"$', cff, re.M)[1]
+    version = re.search(r"^version: (.*)$", cff, re.M)[1]
+    assert CITATION.endswith(f"{title}, version {version}") and version == provenance()["version"]
+    assert CITATION in " ".join(appendix.render(synthetic_report()).split())  # as printed, lines joined
+
+
+def test_a_package_built_from_a_checkout_names_the_commit_outside_it(tmp_path):
+    """What ``pip install <checkout>`` fixes into the wheel (setup.py's build step) is what the
+    installed copy reports, from a directory that is no checkout; a damaged file records nothing."""
+    spec = importlib.util.spec_from_file_location("suite_setup", ROOT / "setup.py")
+    setup_py = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(setup_py)  # defines build_info; setup() runs only as setuptools runs the file
+    info = setup_py.build_info()
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout: nothing to fix into a build")
+    assert info["commit"] == head.stdout.strip() and isinstance(info["dirty"], bool)
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "verify", site / "verify", ignore=shutil.ignore_patterns("__pycache__"))
+    ask = [sys.executable, "-c", "from verify.version import provenance, describe; p = provenance(); "
+           "print(p['commit'], p['dirty'], describe(p))"]
+    run = {"cwd": tmp_path, "env": {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, "capture_output": True, "text": True}
+    (site / "verify" / "_build.json").write_text(json.dumps(info))
+    out = subprocess.run(ask, **run).stdout.split()
+    assert out[:2] == [info["commit"], str(info["dirty"])] and f"commit {info['commit'][:12]}" in " ".join(out)
+    (site / "verify" / "_build.json").write_text('{"commit": ["not", "a", "commit"]}')
+    assert subprocess.run(ask, **run).stdout.split()[:2] == ["None", "None"]
 
 
 def test_a_yes_no_word_always_agrees_with_the_verdict():
@@ -186,18 +224,57 @@ def test_genericity_draws_are_aggregated_per_shape_and_every_unproved_draw_is_na
     tex = appendix.render(doc, statements=registry.statements())
     for m in (4, 8, 16):  # draw 1 of each shape failed (an infinite value), draw 2 proved at degree 5
         assert f"| bracket rank | (1, 2, {m // 2}) | {m} | 1 of 2 | 1 | {m} | 5 / 4 | {down(1e-6 * m)} |" in text
-        assert f"bracket rank & (1, 2, {m // 2}) & {m} & 1 of 2 (not: 1) & {m} & 5 / 4 &" in tex
+        assert f"rank & (1, 2, {m // 2}) & {m} & 1 of 2 (not: 1) & {m} & 5 / 4 &" in tex
     assert "[draw 1, N=1,n=2,d=2]" not in text  # aggregated, not listed check by check
-    assert "3 kinds and shapes" not in text and "2 kinds and shapes, m = 4 to 4, 2 draws each" in text
+    assert "| genericity: Genericity | 2 kinds and shapes, m = 4 to 4, 2 draws each |" in text  # the grid, as the profile set it
+    assert "6 draws over 3 kinds and shapes, m = 4 to 16." in text.splitlines()[2]  # the scope: the draws as made
+
+
+CLASSES = {"article": "{article}", "article-twocolumn": "[twocolumn]{article}", "IEEEtran": "[conference]{IEEEtran}",
+           "revtex": "[twocolumn,aps]{revtex4-2}"}  # one column, and two columns as journals set them
+
+
+def _class_missing(name: str) -> bool:
+    cls = CLASSES[name].rpartition("{")[2].rstrip("}")
+    p = subprocess.run(["kpsewhich", f"{cls}.cls"], capture_output=True, text=True) \
+        if shutil.which("kpsewhich") else None
+    return p is None or p.returncode != 0
+
+
+def _words(s: str) -> str:
+    """Text as pdftotext and a check's name can both be compared: no spaces, hyphens or line breaks."""
+    return re.sub(r"[\s\-\u2212\u00ad]", "", unicodedata.normalize("NFKC", s).replace("\u2019", "'"))
 
 
 @TEX
-def test_the_appendix_is_a_numbered_section_that_refs_as_a_letter_under_appendix(tmp_path):
-    appendix.write(synthetic_report(), tmp_path / "appendix", registry.statements())
-    (tmp_path / "paper.tex").write_text(
-        "\\documentclass{article}\n" + PREAMBLE + "\n\\newcommand{\\VerifyAppendixDir}{appendix}\n\\begin{document}\n"
-        "\\section{Introduction}\\label{intro}See Appendix~\\ref{verify-evidence}.\n\\appendix\n"
-        "\\input{appendix/appendix}\n\\end{document}\n")
-    pdflatex(tmp_path, "paper.tex")
-    aux = (tmp_path / "paper.aux").read_text()
-    assert "\\newlabel{verify-evidence}{{A}" in aux and "\\newlabel{intro}{{1}" in aux
+@pytest.mark.parametrize("name", list(CLASSES))
+def test_the_appendix_fits_one_and_two_column_classes_with_every_row_and_a_letter_under_appendix(tmp_path, name):
+    if _class_missing(name):
+        pytest.skip(f"{CLASSES[name]} is not installed (make setup-tex installs the publishers' classes where it can)")
+    doc = synthetic_report(rows=60)  # more checks than a page holds: they must break across columns and pages
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    subprocess.run([sys.executable, "-c", "import json, sys; from verify.reporting import appendix; "
+                    "from theorems import registry; appendix.write(json.load(sys.stdin), sys.argv[1], registry.statements())",
+                    str(tmp_path / "appendix")], input=json.dumps(doc), text=True, check=True, cwd=cwd,
+                   env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    tex = (tmp_path / "appendix" / "appendix.tex").read_text()
+    assert str(tmp_path) not in tex and "\\providecommand{\\VerifyAppendixDir}{.}" in tex  # no path of the machine
+    paper = tmp_path / "paper"
+    paper.mkdir()
+    (paper / "paper.tex").write_text(
+        f"\\documentclass{CLASSES[name]}\n" + PREAMBLE + "\n\\newcommand{\\VerifyAppendixDir}{../appendix}\n"
+        "\\begin{document}\n\\section{Introduction}\\label{intro}See Appendix~\\ref{verify-evidence}.\n\\appendix\n"
+        "\\input{../appendix/appendix}\n\\end{document}\n")
+    log = pdflatex(paper, "paper.tex")
+    assert "Float too large" not in log and max(overfull(log), default=0.0) <= OVERFULL_PT, overfull(log)
+    aux = (paper / "paper.aux").read_text()
+    assert "\\newlabel{verify-evidence}{{A}" in aux and "\\newlabel{intro}{{A}" not in aux  # the paper's own: 1 or I
+    if shutil.which("pdftotext"):  # every row is on the page: each name's plain words, as often as the checks hold it
+        shown = _words(subprocess.run(["pdftotext", str(paper / "paper.pdf"), "-"], capture_output=True, text=True,
+                                      check=True).stdout)
+        names = [_words(re.split(r"[\[$]", c["name"])[0]) for t in doc["theorems"] if t["name"] != "genericity"
+                 for c in t["checks"]]
+        missing = {n: names.count(n) for n in names if shown.count(n) < names.count(n)}
+        assert not missing, missing
+        assert "extracheck60ofalonglist" in shown

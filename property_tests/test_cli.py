@@ -139,6 +139,18 @@ def test_run_refuses_to_replace_a_report_before_any_work(tmp_path):
     assert (tmp_path / "verification.json").read_text() == "the user's" and not (tmp_path / "summary.md").exists()
 
 
+def test_the_terminal_and_the_summary_write_mathematics_as_plain_text(tmp_path):
+    """T3's names hold typeset mathematics (gl(d), a product of exponentials) for the appendix;
+    neither the terminal nor summary.md shows LaTeX, and the appendix typesets it."""
+    r = run("run", "--theorem", "causal", "--profile", "quick", "--no-reach", "--scheduler", "none", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    summary = (tmp_path / "summary.md").read_text()
+    for shown in (r.stdout, summary):
+        assert "V_0, V_1 generate gl(d)" in shown and "first tokens move by prod_k exp(tau_k V_b_k)" in shown
+        assert not re.search(r"\\[A-Za-z]|\$", shown), re.search(r".{40}(\\[A-Za-z]|\$).{40}", shown)
+    assert "$\\mathfrak{gl}(d)$" in (tmp_path / "appendix" / "appendix.tex").read_text()
+
+
 def test_run_refuses_a_witnesses_folder_with_files_before_any_work(tmp_path):
     (tmp_path / "witnesses").mkdir()
     (tmp_path / "witnesses" / "mine.json").write_text("the user's")

@@ -56,7 +56,7 @@ def test_the_report_writes_each_witness_to_a_file_that_verify_check_certifies(tm
     assert all(f"`{cmd} witnesses/T2-N=1-n=2-d=2.json`" in recheck for cmd in ("verify check", "verify-replay"))
     assert "`verify run --profile" in recheck
     tex = (tmp_path / "appendix" / "appendix.tex").read_text()
-    assert "\\item 1: \\texttt{witnesses/T2-N=1-n=2-d=2.json}" in tex
+    assert "file \\texttt{witnesses/\\allowbreak{}T2-\\allowbreak{}N=1-\\allowbreak{}n=2-\\allowbreak{}d=2.json}." in tex
 
 
 def test_a_control_written_by_the_report_replays_within_its_tolerance_independently(tmp_path):

@@ -82,7 +82,8 @@ def linearity_check(label: str, blocks, X: np.ndarray, seed: int) -> Check:
         x1 = [G * mpmath.matrix(X[s, 0].tolist()) for s in range(X.shape[0])]
         gap = max(float(abs(res.end[s, 0, i] - x1[s][i])) for s in range(X.shape[0]) for i in range(X.shape[2]))
     scale = float(np.abs(res.end).max()) + 1.0
-    return check(f"first tokens move by prod expm(tau V) [{label}]", gap, 10 * res.error_estimate + 1e3 * UNIT * scale,
+    return check(f"first tokens move by $\\prod_k \\exp(\\tau_k V_{{b_k}})$ [{label}]", gap,
+                 10 * res.error_estimate + 1e3 * UNIT * scale,
                  r"10 x float64 integration error estimate + $10^3 u \max \lvert x \rvert$",
                  quantity=f"max |first tokens - G x_1|, G the product of expm(tau V) at {HP_DIGITS} digits",
                  error_estimate=res.error_estimate)

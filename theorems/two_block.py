@@ -94,7 +94,7 @@ def run(profile: str, seed: int, progress: Callable[[str], None] | None = None) 
     Xp = np.concatenate([X, X[:1, ::-1]], axis=0)
     out += rank_checks(f"permuted sequences {Xp.shape}", blocks, Xp)
     Xn = np.concatenate([X, -X[:1]], axis=0)
-    out += rank_checks(f"negated pair, sequence {N} = -sequence 0 {Xn.shape}", blocks, Xn)
+    out += rank_checks(f"negated pair, sequence {N + 1} = -sequence 1 {Xn.shape}", blocks, Xn)
     Xo = collection(seed, (N, 2, d), "odd")
     Xo[0, 1] = -Xo[0, 0]
     out += rank_checks(f"odd sequence {{a, -a}} {Xo.shape}", blocks, Xo)

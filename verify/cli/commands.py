@@ -28,6 +28,7 @@ from verify.lie.rank import check_rows
 from verify.model.blocks import gaussian_blocks
 from verify.model.dynamics import dynamics
 from verify.reporting import appendix, report, selfcheck, summary, witness_files
+from verify.reporting.latex import plain
 from verify.reporting.results import kind_of, yes_no
 from verify.reporting.rounding import bound, down, up
 from verify.search.settings import Settings
@@ -116,7 +117,7 @@ def _selfcheck(args: argparse.Namespace) -> int:
         print(report.dumps(doc), end="")
     elif not args.quiet:
         for c in checks:
-            print(f"{'PASS' if c.passed else 'FAIL'}  {_row(c.as_dict())}  {c.name}")
+            print(f"{'PASS' if c.passed else 'FAIL'}  {_row(c.as_dict())}  {plain(c.name)}")
         print(f"{sum(c.passed for c in checks)} of {len(checks)} checks passed; wrote {path}")
     return EXIT_OK if doc["passed"] else EXIT_FAIL
 
@@ -152,9 +153,9 @@ def _run(args: argparse.Namespace) -> int:
     else:
         for t in theorems:
             told = " (taken from the journal of an earlier run, not recomputed)" if t.get("from_journal") else ""
-            print(f"{'PASS' if t['passed'] else 'FAIL'}  {t['name']}: {t['title']}{told}")
-            for c in t["checks"]:
-                print(f"  {'PASS' if c['passed'] else 'FAIL'}  {_row(c)}  {c['name']} [{kind_of(c)}]")
+            print(f"{'PASS' if t['passed'] else 'FAIL'}  {t['name']}: {plain(t['title'])}{told}")
+            for c in t["checks"]:  # the terminal shows a name's mathematics as plain text
+                print(f"  {'PASS' if c['passed'] else 'FAIL'}  {_row(c)}  {plain(c['name'])} [{kind_of(c)}]")
         n_checks = sum(len(t["checks"]) for t in theorems)
         n_pass = sum(c["passed"] for t in theorems for c in t["checks"])
         print(f"engine self-check: {summary.selfcheck_line(doc)}")

@@ -1,27 +1,35 @@
 """The LaTeX appendix rendered from a theorem report (``verification-report/2``).
 
 ``appendix.tex`` is meant to be ``\\input`` into a paper whose preamble has the line of
-:data:`PREAMBLE`.  Figures are found through the macro ``\\VerifyAppendixDir``, which defaults to
-the directory the appendix was written to, as the writing command saw it (``reports/appendix``
-for ``make verify``); a paper elsewhere defines it first (``\\newcommand{\\VerifyAppendixDir}
-{../reports/appendix}``).  Labels start with ``verify-`` so that they cannot clash with the
-paper's.  One section: how to read it (the code's version and commit, profile, seed, the
-engine self-check), then one subsection per theorem with its statement (the report's LaTeX,
-when it is the suite's own), a table of its checks (value rounded up, bound rounded down,
-verdict, kind) whose rows cite numbered notes (what the value is, where the bound comes from;
-each distinct note once), the solver's reach table when the report has one, and the figures
-(:mod:`verify.reporting.figures`), each with a caption that says what to see.
+:data:`PREAMBLE`, one-column or two-column (tested in ``article``, ``article`` with
+``twocolumn``, IEEEtran and revtex).  Figures are found through the macro
+``\\VerifyAppendixDir``, which defaults to the directory the appendix was written to, relative
+to where the writing command ran (``.`` when that is not below it: no path of the machine
+reaches the paper); a paper elsewhere defines it first (``\\newcommand{\\VerifyAppendixDir}
+{../reports/appendix}``), and ``\\VerifyCodeURL`` for the code's address.  Labels start with
+``verify-`` so that they cannot clash with the paper's.  One numbered section (a letter under
+``\\appendix``): a scope paragraph (:func:`verify.reporting.results.scope`), how to read the
+checks, a reproducibility paragraph (command, seed, version, commit, address, citation); then
+one numbered subsection per theorem with its statement (the report's LaTeX, when it is the
+suite's own) and its checks as a numbered list (value rounded up, bound rounded down, verdict,
+kind, and the note that says what the value is and where the bound comes from; each distinct
+note once, right below), which breaks across columns and pages as a float cannot; the
+genericity draws and the solver's reach as tables scaled down only where a column is narrower
+than they are; the witnesses as a list naming their files; and the figures
+(:mod:`verify.reporting.figures`, drawn 3.3 inches wide, set at most a column wide).
 ``standalone.tex`` wraps it in a minimal article that compiles on its own with pdflatex.
 Rendering reads only the report, never recomputes, and ignores its ``timings``, so a rerun with
 the same seed gives the same files.  Text from the report reaches LaTeX only through
 :mod:`verify.reporting.latex`.
 
 >>> doc = {"profile": "quick", "seed": 3, "passed": True, "theorems": [{"name": "two_block",
-...        "title": "T_1 & more", "latex": "$x$", "passed": True, "checks": [{"name": "rank [N=1]",
+...        "title": "T_1 & more", "latex": "$x$", "passed": True, "checks": [{"name": "rank [N=1,n=2,d=2]",
 ...        "value": 0.0, "bound": 0.0, "passed": True, "certified": True, "origin": "exact", "quantity": "q"}]}]}
 >>> tex = render(doc)
->>> "\\\\toprule" in tex and "T\\\\_1 \\\\& more" in tex and "\\\\label{verify-tab-two-block}" in tex
+>>> "T\\_1 \\& more" in tex and "\\label{verify-two-block}" in tex
 True
+>>> print(next(line for line in tex.splitlines() if "rank [" in line))
+\\item rank [$(N, n, d) = (1, 2, 2)$]: value $0$, bound $\\le 0$; pass, certified, note~1.
 """
 
 from __future__ import annotations
@@ -34,10 +42,10 @@ from typing import Any
 
 from verify.io.files import replace_file
 from verify.reporting.latex import escape, text
-from verify.reporting.results import draws_only, kind_of, notes, witness_table, yes_no
+from verify.reporting.results import draws_only, kind_of, notes, scope, witness_table, yes_no
 from verify.reporting.rounding import down, strict_below, up
 from verify.reporting.summary import journal_line, selfcheck_line, shapes
-from verify.version import NAME, describe, provenance
+from verify.version import CITATION, NAME, describe, provenance
 
 FIGURE_STEMS = ("fig-trajectories", "fig-singular-values", "fig-discretisation", "fig-reach", "fig-genericity")  # figures.FIGURES
 OUTPUTS = ("appendix.tex", "standalone.tex", *(f"{stem}{suffix}" for stem in FIGURE_STEMS for suffix in (".pdf", ".png")))
@@ -73,6 +81,34 @@ def _label(name: Any) -> str:
     return "verify-" + re.sub(r"[^A-Za-z0-9]+", "-", str(name)).strip("-").lower()
 
 
+_FIT = [  # LaTeX helpers, defined once however often the appendix is input
+    "\\ifdefined\\VerifyFitBox\\else\\newsavebox{\\VerifyFitBox}\\newlength{\\VerifyFigureWidth}\\fi",
+    # a table wider than the column (a two-column class) is scaled to fit it, else set at its natural size
+    "\\providecommand{\\VerifyFit}[1]{\\sbox{\\VerifyFitBox}{#1}\\ifdim\\wd\\VerifyFitBox>\\linewidth"
+    "\\resizebox{\\linewidth}{!}{\\usebox{\\VerifyFitBox}}\\else\\usebox{\\VerifyFitBox}\\fi}",
+]
+_TIGHT = "\\setlength{\\itemsep}{1pt}\\setlength{\\parskip}{0pt}"  # list items as compact as table rows
+_INSTANCE = re.compile(r"N=(\d+),n=(\d+),d=(\d+)(,?)")
+
+
+def _name(name: Any) -> str:
+    """A check's name with its instance typeset: ``N=2,n=2,d=2,causal`` as $(N, n, d) = (2, 2, 2)$, causal."""
+    return text(_INSTANCE.sub(lambda m: f"$(N, n, d) = ({m[1]}, {m[2]}, {m[3]})${m[4] and ', '}", str(name)))
+
+
+def _breakable(path: str) -> str:
+    """A file name in typewriter type that may break after a slash or a hyphen (a column is narrow)."""
+    return "\\texttt{" + re.sub(r"([/-])", r"\1\\allowbreak{}", escape(path)) + "}"
+
+
+def _item(c: dict[str, Any], note: int) -> str:
+    """One check as a list item: name; value and bound (or yes/no); verdict, kind and its note."""
+    verdict = "pass" if c["passed"] else "\\textbf{FAIL}"
+    word = yes_no(c)
+    value = f"{word}" if word else f"value {_shown(c, 'value')}, bound {_shown(c, 'bound')}"
+    return f"\\item {_name(c['name'])}: {value}; {verdict}, {escape(kind_of(c))}, note~{note}."
+
+
 def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements: dict[str, str] | None = None,
            directory: str = ".") -> str:
     """The body of appendix.tex; ``figures`` are (file stem, caption) pairs in ``directory``.
@@ -92,110 +128,121 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements:
         f"% Code: {NAME} {code}{typeset}.",
         f"% Profile {profile}, seed {seed}; verdict {'PASS' if doc['passed'] else 'FAIL'}.",
         f"% The paper's preamble needs: {PREAMBLE}",
-        "% A paper in another directory than the one `verify` ran in first sets where the figures are:",
+        "% A paper in another directory than the one `verify` ran in first sets where the figures are,",
+        "% and where the code can be found (printed in the reproducibility paragraph):",
         "%   \\newcommand{\\VerifyAppendixDir}{path/to/this/directory}",
+        "%   \\newcommand{\\VerifyCodeURL}{\\url{https://...}}",
         *([] if here == directory else ["% (the directory written to has characters LaTeX cannot take in a file "
                                         "name; set \\VerifyAppendixDir)"]),
         f"\\providecommand{{\\VerifyAppendixDir}}{{{here}}}",
+        "\\providecommand{\\VerifyCodeURL}{\\textit{(the code's address: define \\texttt{\\textbackslash VerifyCodeURL})}}",
+        *_FIT,
+        "\\begingroup\\sloppy",  # names, commands and file names break lines loosely rather than overrun them
         "\\section{Machine-checked evidence}\\label{verify-evidence}",  # numbered: a letter under \\appendix
-        f"Every number below was computed by {escape(NAME)} {escape(code)}{escape(typeset)} "
-        f"(profile \\texttt{{{profile}}}, seed {seed}; blocks and instances drawn from the seed). A check passes "
-        "when its value is at most its bound; values are rounded up and bounds down. Its kind is \\emph{certified} "
-        "when every rounding error is enclosed (Arb ball arithmetic or exact rational arithmetic): a proof; "
-        "\\emph{estimate} for a floating-point measurement (not a proof); \\emph{exact} for a decision on the exact "
-        "data. A yes/no check shows yes or no. Each row cites a note saying what its value is and where its bound "
-        f"comes from. Engine self-check: {text(selfcheck_line(doc).replace('`', ''))} "
+        f"\\paragraph{{Scope.}} {text(scope(doc, lambda s: f'${s}$'))}",
+        "",
+        "\\paragraph{How to read the checks.} A check passes when its value is at most its bound; values are rounded "
+        "up and bounds down. Its kind is \\emph{certified} when every rounding error is enclosed (ball arithmetic or "
+        "exact rational arithmetic): a proof; \\emph{estimate} for a floating-point measurement (not a proof); "
+        "\\emph{exact} for a decision on the exact data. A yes/no check shows yes or no. Each check cites a note "
+        "saying what its value is and where its bound comes from.",
+        "",
+        f"\\paragraph{{Reproducibility.}} Every number below was computed by {escape(NAME)} {escape(code)}"
+        f"{escape(typeset)}, available at \\VerifyCodeURL{{}} (cite it as: {escape(CITATION)}), with the command "
+        f"\\texttt{{verify run --profile {profile} --seed {seed}}}; the blocks and instances are drawn from the seed, "
+        "and a rerun gives the same numbers. Each witness is a file that \\texttt{verify check} re-checks and "
+        "\\texttt{verify-replay} replays independently of the suite. "
+        f"Engine self-check: {text(selfcheck_line(doc, file=False).replace('`', ''))} "
         f"{text(journal_line(doc).replace('`', ''))}",  # Markdown's code quotes would print as quotation marks
     ]
     for t in doc["theorems"]:
         latex = t.get("latex", "")
         latex = latex if statements.get(t.get("name")) == latex else escape(latex)
-        label = _label(f"tab {t['name']}")
-        distinct, cited = notes(t["checks"])
+        out += ["", f"\\subsection{{{text(t['title'])}}}\\label{{{_label(t['name'])}}}", latex, ""]
         if rows := draws_only(t["checks"]):
-            out += ["", f"\\subsection*{{{text(t['title'])}}}", latex, "", *_genericity_table(rows, label, seed, profile)]
+            out += _genericity_table(rows, _label(f"tab {t['name']}"), seed)
             continue
-        out += ["", f"\\subsection*{{{text(t['title'])}}}", latex, "",
-                "\\begin{table}[ht]", "\\centering\\footnotesize\\setlength{\\tabcolsep}{4pt}",
-                f"\\caption{{{text(t['title'])}: checks on instances (N, n, d) {escape(shapes(t))} "
-                f"(seed {seed}, {profile} profile); notes below.}}\\label{{{label}}}",
-                "\\begin{tabularx}{\\linewidth}{@{}r>{\\raggedright\\arraybackslash}Xlllll@{}}", "\\toprule",
-                "\\# & check & value & bound & verdict & kind & note \\\\", "\\midrule"]
-        for i, (c, k) in enumerate(zip(t["checks"], cited, strict=True), 1):
-            out.append(f"{i} & {text(c['name'])} & {_shown(c, 'value')} & {_shown(c, 'bound')} & "
-                       f"{'pass' if c['passed'] else 'FAIL'} & {escape(kind_of(c))} & [{k}] \\\\")
-        out += ["\\bottomrule", "\\end{tabularx}", "\\end{table}", "",
-                f"Notes to Table~\\ref{{{label}}}:", "\\begin{enumerate}\\footnotesize"]
-        out += [f"\\item value: {text(q)}; bound: {text(o)}" for q, o in distinct]
-        out.append("\\end{enumerate}")
-    out += _witness_table(doc, seed, profile)
+        distinct, cited = notes(t["checks"])
+        out += [f"Checks on the instances $(N, n, d)$ = {escape(shapes(t))} (seed {seed}):",
+                "\\begin{enumerate}\\footnotesize" + _TIGHT,
+                *(_item(c, k) for c, k in zip(t["checks"], cited, strict=True)),
+                "\\end{enumerate}", "Notes:", "\\begin{enumerate}\\footnotesize" + _TIGHT,
+                *(f"\\item value: {text(q)}; bound: {text(o)}" for q, o in distinct), "\\end{enumerate}"]
+    out += _witness_list(doc)
     if doc.get("reach"):
-        out += ["", "\\subsection*{Solver reach on independent Gaussian targets}",
-                "Not a theorem check: inputs and targets i.i.d.\\ $N(0, 1)$, blocks drawn with them; the share of "
-                "instances for which the solver found a control (continuous depth) or network (finite depth) within "
-                "a work budget counted in Jacobians. Median depth counts steps or layers of the solved instances; "
-                "the worst replay error is a float64 estimate, or a high-precision replay for the witnesses counted "
-                "in the last column (HP).", "",
-                "\\begin{table}[ht]", "\\centering\\footnotesize\\setlength{\\tabcolsep}{4pt}",
-                f"\\caption{{Solver reach (seed {seed}, {profile} profile).}}\\label{{verify-tab-reach}}",
-                "\\begin{tabularx}{\\linewidth}{@{}rllr>{\\raggedright\\arraybackslash}Xrlr@{}}", "\\toprule",
-                "$m$ & $(N, n, d)$ & depth & solved & budget & median depth & worst replay error & HP \\\\",
-                "\\midrule"]
-        for r in doc["reach"]:
-            depth = "--" if r["median_depth"] is None else f"{r['median_depth']:g}"
-            err = "--" if r["worst_replay_error"] is None else _number(r["worst_replay_error"], up)
-            solved = f"{round(r['success_rate'] * r['instances'])} of {r['instances']}"
-            out.append(f"{escape(r['m'])} & {escape(tuple(r['shape']))} & {escape(r['depth'])} & {solved} & "
-                       f"{escape(r.get('budget', ''))} & {depth} & {err} & "
-                       f"{escape(r.get('high_precision_witnesses', 0))} \\\\")
-        out += ["\\bottomrule", "\\end{tabularx}", "\\end{table}"]
+        out += _reach_table(doc["reach"], seed)
     for stem, caption in figures:
-        out += ["", "\\begin{figure}[ht]", "\\centering",  # natural size: drawn for one column, fonts as in the text
-                f"\\includegraphics{{\\VerifyAppendixDir/{stem}.pdf}}",
+        out += ["", "\\begin{figure}[ht]", "\\centering",  # drawn for one column: natural size, or the column's width
+                "\\setlength{\\VerifyFigureWidth}{3.3in}\\ifdim\\VerifyFigureWidth>\\linewidth"
+                "\\setlength{\\VerifyFigureWidth}{\\linewidth}\\fi",
+                f"\\includegraphics[width=\\VerifyFigureWidth]{{\\VerifyAppendixDir/{stem}.pdf}}",
                 f"\\caption{{{text(caption)}}}", f"\\label{{{_label(stem)}}}", "\\end{figure}"]
-    return "\n".join(out) + "\n"
+    return "\n".join([*out, "\\endgroup"]) + "\n"
 
 
-def _witness_table(doc: dict[str, Any], seed: str, profile: str) -> list[str]:
-    """One row per witness file (:func:`verify.reporting.results.witness_table`), the files listed
-    one per line below the table (a file name does not break, and a column is narrow)."""
+def _witness_list(doc: dict[str, Any]) -> list[str]:
+    """One item per witness file (:func:`verify.reporting.results.witness_table`): instance, size,
+    depth, length, the bound on its image, the exact solution near it, and the file."""
     rows = witness_table(doc)
     if not rows:
         return []
-    out = ["", "\\subsection*{Witnesses}",
-           "Each witness is written to a file that \\texttt{verify check} re-checks (the bound on its image, and the "
-           "exact solution near it where one was proved); the files are listed below the table.", "",
+    out = ["", "\\subsection{Witnesses}\\label{verify-witnesses}",
+           "Each witness is a file, named relative to the report's folder, that \\texttt{verify check} re-checks: "
+           "the bound on $\\max\\lvert\\text{image} - \\text{target}\\rvert$, and the radius of the exact solution "
+           "proved near it where one was proved.",
+           "\\begin{enumerate}\\footnotesize" + _TIGHT]
+    for r in rows:
+        exact = ("exact solution not tried" if r["exact"] is None else "exact solution not proved" if r["exact"] is False
+                 else f"exact solution within radius {_number(r['exact'], up)}")
+        out.append(f"\\item {_name(r['instance'])}, $m = {escape(r['m'])}$, {escape(r['depth'])} depth, "
+                   f"length {escape(r['length'])}: bound {_shown(r['check'], 'value')}; {exact}; "
+                   f"file {_breakable(str(r['file']))}.")
+    return out + ["\\end{enumerate}"]
+
+
+def _reach_table(reach: list[dict[str, Any]], seed: str) -> list[str]:
+    """The solver's reach measured in the run: one row per size and depth."""
+    def head(*words: str) -> str:  # a header of two lines keeps a column narrow
+        return "\\begin{tabular}[b]{@{}c@{}}" + "\\\\".join(words) + "\\end{tabular}"
+
+    out = ["", "\\subsection{Solver reach on independent Gaussian targets}\\label{verify-reach}",
+           "Not a theorem check: inputs and targets i.i.d.\\ $N(0, 1)$, blocks drawn with them; the share of "
+           "instances for which the solver found a control (continuous depth) or network (finite depth) within "
+           "a work budget counted in Jacobians (starts $\\times$ Jacobians per start). Median depth counts steps or "
+           "layers of the solved instances; the worst replay error is a float64 estimate, or a high-precision replay "
+           "for the witnesses counted in the last column (HP).", "",
            "\\begin{table}[ht]", "\\centering\\footnotesize\\setlength{\\tabcolsep}{3pt}",
-           f"\\caption{{Witnesses (seed {seed}, {profile} profile): size, depth, length, the bound on "
-           "$\\max\\lvert\\text{image} - \\text{target}\\rvert$, and the radius of the exact solution proved near it."
-           "}\\label{verify-tab-witnesses}",
-           "\\begin{tabularx}{\\linewidth}{@{}r>{\\raggedright\\arraybackslash}Xrlrll@{}}", "\\toprule",
-           "\\# & instance & $m$ & depth & length & bound & exact solution \\\\", "\\midrule"]
-    for i, r in enumerate(rows, 1):
-        exact = ("not tried" if r["exact"] is None else "not proved" if r["exact"] is False
-                 else f"radius {_number(r['exact'], up)}")
-        out.append(f"{i} & {text(r['instance'])} & {escape(r['m'])} & {escape(r['depth'])} & {escape(r['length'])} & "
-                   f"{_shown(r['check'], 'value')} & {exact} \\\\")
-    return out + ["\\bottomrule", "\\end{tabularx}", "\\end{table}", "",
-                  "Witness files, relative to the report's folder:", "\\begin{itemize}\\footnotesize",
-                  *(f"\\item {i}: \\texttt{{{escape(r['file'])}}}" for i, r in enumerate(rows, 1)), "\\end{itemize}"]
+           f"\\caption{{Solver reach (seed {seed}).}}\\label{{verify-tab-reach}}",
+           "\\VerifyFit{\\begin{tabular}{@{}rllrlrlr@{}}", "\\toprule",
+           f"$m$ & $(N, n, d)$ & depth & solved & budget & {head('median', 'depth')} & {head('worst replay', 'error')} & "
+           "HP \\\\", "\\midrule"]
+    for r in reach:
+        depth = "--" if r["median_depth"] is None else f"{r['median_depth']:g}"
+        err = "--" if r["worst_replay_error"] is None else _number(r["worst_replay_error"], up)
+        solved = f"{round(r['success_rate'] * r['instances'])} of {r['instances']}"
+        budget = re.fullmatch(r"(\d+) starts x (\d+) Jacobians", str(r.get("budget", "")))
+        budget = f"${budget[1]} \\times {budget[2]}$" if budget else escape(r.get("budget", ""))
+        out.append(f"{escape(r['m'])} & {escape(tuple(r['shape']))} & {escape(r['depth'])} & {solved} & {budget} & "
+                   f"{depth} & {err} & {escape(r.get('high_precision_witnesses', 0))} \\\\")
+    return out + ["\\bottomrule", "\\end{tabular}}", "\\end{table}"]
 
 
-_KINDS = {"rank": "bracket rank", "causal": "causal bracket rank", r"gl": r"$V_0, V_1$ generate $\mathfrak{gl}(d)$",
-          "coincident": "rank, repeated token", "permuted": "rank, reversed copy", "negated": "rank, negated copy",
-          "odd": r"rank, odd sequence $\{a, -a\}$"}
+_KINDS = {"rank": "rank", "causal": "causal rank", r"gl": r"$\mathfrak{gl}(d)$", "coincident": "repeated token",
+          "permuted": "reversed copy", "negated": "negated copy", "odd": r"odd sequence"}
 
 
-def _genericity_table(rows: list[dict[str, Any]], label: str, seed: str, profile: str) -> list[str]:
+def _genericity_table(rows: list[dict[str, Any]], label: str, seed: str) -> list[str]:
     """The genericity draws aggregated per (kind, shape) (:func:`verify.reporting.results.genericity_rows`)."""
     out = ["Each draw takes fresh blocks and data; a draw is proved when its rank is certified equal to the "
            "invariants' bound (an Arb minor; at most the bound by the invariants) or $\\mathfrak{gl}(d)$ is generated "
-           "(exactly over $\\mathbb{Q}$). Draws not proved are listed by number. Degree: least and largest degree "
+           "by $V_0, V_1$ (exactly over $\\mathbb{Q}$). Kinds: the bracket rank, the causal bracket rank, and the rank "
+           "on data with a repeated token, a reversed or a negated copy of a sequence, or an odd sequence "
+           "$\\{a, -a, \\ldots\\}$. Draws not proved are listed by number. Degree: least and largest degree "
            "whose brackets reached the bound, and the counting degree (the least with as many Hall words as the bound); "
            "$\\sigma$: the smallest certified lower bound of $\\sigma_{\\min}$ over the draws.", "",
            "\\begin{table}[ht]", "\\centering\\footnotesize\\setlength{\\tabcolsep}{3pt}",
-           f"\\caption{{Genericity draws per kind and shape (seed {seed}, {profile} profile).}}\\label{{{label}}}",
-           "\\begin{tabularx}{\\linewidth}{@{}>{\\raggedright\\arraybackslash}Xllllll@{}}", "\\toprule",
+           f"\\caption{{Genericity draws per kind and shape (seed {seed}).}}\\label{{{label}}}",
+           "\\VerifyFit{\\begin{tabular}{@{}lllllll@{}}", "\\toprule",
            "kind & $(N, n, d)$ & $m$ & proved & bound & degree & $\\sigma$ \\\\", "\\midrule"]
     for r in rows:
         gl = r["kind"] == "gl"
@@ -207,7 +254,7 @@ def _genericity_table(rows: list[dict[str, Any]], label: str, seed: str, profile
         sigma = "--" if r["sigma_min_lower"] is None else _number(r["sigma_min_lower"], down)
         out.append(f"{_KINDS.get(r['kind'], escape(r['kind']))} & {shape} & {'--' if gl else escape(', '.join(map(str, r['m'])))}"
                    f" & {r['proved']} of {r['draws']}{missed} & {bound_} & {degs}{escape(counting)} & {sigma} \\\\")
-    return out + ["\\bottomrule", "\\end{tabularx}", "\\end{table}"]
+    return out + ["\\bottomrule", "\\end{tabular}}", "\\end{table}"]
 
 
 STANDALONE = rf"""\documentclass[11pt]{{article}}
@@ -218,6 +265,17 @@ STANDALONE = rf"""\documentclass[11pt]{{article}}
 \input{{appendix}}
 \end{{document}}
 """
+
+
+def _relative(d: Path) -> str:
+    """``d`` as the default of ``\\VerifyAppendixDir``: relative to the working directory when it is
+    below it, else "." -- never an absolute path, which would carry the machine's layout into the paper."""
+    if not d.is_absolute():
+        return d.as_posix()
+    try:
+        return d.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return "."
 
 
 def write(doc: dict[str, Any], directory: str | Path, statements: dict[str, str] | None = None) -> list[Path]:
@@ -233,5 +291,5 @@ def write(doc: dict[str, Any], directory: str | Path, statements: dict[str, str]
         for old in (d / f"{stem}.pdf", d / f"{stem}.png"):
             if old.is_symlink() or old.is_file():
                 old.unlink()
-    return [replace_file(d / "appendix.tex", render(doc, made, statements, d.as_posix())),
+    return [replace_file(d / "appendix.tex", render(doc, made, statements, _relative(d))),
             replace_file(d / "standalone.tex", STANDALONE)]

@@ -241,5 +241,5 @@ def write(doc: dict[str, Any], directory: str | Path) -> list[tuple[str, str]]:
             fig.savefig(buf, format=suffix[1:], **options)
             replace_file(d / f"{stem}{suffix}", buf.getvalue())
         plt.close(fig)
-        made.append((stem, f"{caption} Seed {doc['seed']}, {doc['profile']} profile."))
+        made.append((stem, f"{caption} Seed {doc['seed']}."))
     return made

@@ -68,3 +68,29 @@ def text(value: Any) -> str:
     if len(parts) % 2 == 0 or not all(safe_math(m) for m in parts[1::2]):
         return escape(value)
     return "".join(escape(p) if i % 2 == 0 else f"${p}$" for i, p in enumerate(parts))
+
+
+_PLAIN_WORDS = {"lVert": "||", "rVert": "||", "lvert": "|", "rvert": "|", "le": "<=", "leq": "<=", "ge": ">=",
+                "geq": ">=", "ne": "!=", "neq": "!=", "top": "T", "times": "x", "cdot": "*", "to": "->", "mapsto": "->",
+                "in": "in", "infty": "inf", "ldots": "...", "dots": "...", "approx": "~", "pm": "+-", ",": " ", ";": " ",
+                "!": ""}
+
+
+def plain(value: Any) -> str:
+    """Text with its admitted mathematics (as :func:`text` would typeset it) written as plain
+    text for a terminal or Markdown: dollar signs and braces dropped, fonts read as their letters,
+    control words as their names or symbols (``\\lVert`` as ``||``, ``\\tau`` as ``tau``).
+
+    >>> plain(r"$V_0, V_1$ generate $\\mathfrak{gl}(d)$; $\\lVert I - RA \\rVert_F < 1$")
+    'V_0, V_1 generate gl(d); || I - RA ||_F < 1'
+    >>> plain("50% of $x")  # not mathematics: unchanged
+    '50% of $x'
+    """
+    parts = str(value).split("$")
+    if len(parts) % 2 == 0 or not all(safe_math(m) for m in parts[1::2]):
+        return str(value)
+    def words(m: re.Match[str]) -> str:
+        w = m.group()[1:]
+        return "" if "\\" + w in _FONTS else _PLAIN_WORDS.get(w, w)
+    math = (re.sub(r"\\[A-Za-z]+|\\[,;!]", words, p).replace("{", "").replace("}", "") for p in parts[1::2])
+    return "".join(p if i % 2 == 0 else next(math) for i, p in enumerate(parts))

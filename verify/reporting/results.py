@@ -10,7 +10,7 @@ values, such as a refusal).  ``passed`` is computed, never set: value <= bound, 
 against the bound 0, and is shown as yes/no.
 
 Text fields may hold inline mathematics between dollar signs (``"$\\lVert I - RA \\rVert_F < 1$"``);
-the summary keeps it as Markdown mathematics, the appendix typesets it
+the terminal and the summary write it as plain text (:func:`verify.reporting.latex.plain`), the appendix typesets it
 (:func:`verify.reporting.latex.text`).
 
 >>> c = check("reversibility", 3e-15, 1e-12, "10 x integration error estimate", quantity="max |X - back|")
@@ -23,6 +23,8 @@ the summary keeps it as Markdown mathematics, the appendix typesets it
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -166,7 +168,8 @@ def witness_table(doc: dict[str, Any]) -> list[dict[str, Any]]:
     ``theorem``, the replay ``check``, its ``instance`` label, ``m`` (from the witness's shape),
     ``depth``, ``length`` (steps or layers), the ``file``, and ``exact``: the radius of the exact
     solution proved near it (the check of the same instance that records a Krawczyk radius),
-    False where that proof failed, None where none was tried."""
+    False where that proof failed or the replay has no certificate to start it from, None
+    where none was tried."""
     rows = []
     for t in doc["theorems"]:
         for i, f in witness_rows(t["checks"]):
@@ -181,5 +184,50 @@ def witness_table(doc: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({"theorem": t["name"], "check": c, "instance": label.strip("[]") or c["name"],
                          "m": math.prod(shape) if isinstance(shape, list) and shape else "not recorded",
                          "depth": d.get("witness_depth", "not recorded"), "length": d.get("witness_length", "not recorded"),
-                         "file": f, "exact": None if proof is None else (radius if ok else False)})
+                         "file": f, "exact": radius if ok else None if proof is None and c["passed"] and c["certified"]
+                         else False})  # no certificate: no exact solution either
     return rows
+
+
+_SHAPE = re.compile(r"N=(\d+),n=(\d+),d=(\d+)|\((\d+), (\d+), (\d+)\)")  # as check names write an instance
+
+
+def shapes_used(checks: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
+    """The (N, n, d) of every instance the checks' names carry (``[N=2,n=2,d=2]``, ``[(3, 2, 2)]``),
+    sorted by m = N n d and then by shape.
+
+    >>> shapes_used([{"name": "a [N=2,n=2,d=2]"}, {"name": "b [permuted (3, 2, 2)]"}, {"name": "c"}])
+    [(2, 2, 2), (3, 2, 2)]
+    """
+    found = {tuple(int(x) for x in m.groups() if x is not None) for c in checks for m in _SHAPE.finditer(str(c["name"]))}
+    return sorted(found, key=lambda s: (math.prod(s), s))
+
+
+def scope(doc: dict[str, Any], math_: Callable[[str], str] = str) -> str:
+    """What a report shows, in two or three sentences: the blocks (one draw, from the seed) and the
+    shapes the theorem checks used, the genericity draws, how many checks of each kind, and that
+    this is evidence on these instances, not a proof for all N, n, d.  ``math_`` marks up a
+    formula (``str`` for plain text; the appendix passes one that typesets it).
+
+    >>> doc = {"seed": 4, "theorems": [{"checks": [{"name": "x [N=1,n=2,d=2]", "certified": True}]}]}
+    >>> import textwrap; print(textwrap.fill(scope(doc), 90))
+    Evidence on these instances, not a proof for all N, n, d: the theorem checks use one draw
+    of the two blocks (seed 4) on the shapes (N, n, d) = (1, 2, 2). Of the 1 checks, 1 are
+    certified (every rounding error enclosed), 0 are floating-point estimates and 0 exact
+    decisions on the data.
+    """
+    fixed = [c for t in doc["theorems"] if not draws_only(t["checks"]) for c in t["checks"]]
+    drawn = [r for t in doc["theorems"] for r in draws_only(t["checks"])]
+    every = [c for t in doc["theorems"] for c in t["checks"]]
+    count = {k: sum(kind_of(c) == k for c in every) for k in KINDS}
+    listed = ", ".join(str(s) for s in shapes_used(fixed)) or "none recorded"
+    out = [f"Evidence on these instances, not a proof for all {math_('N, n, d')}: the theorem checks use one draw of "
+           f"the two blocks (seed {doc['seed']}) on the shapes {math_('(N, n, d)')} = {listed}."]
+    if drawn:
+        ms = sorted({m for r in drawn for m in r["m"] if r["kind"] != "gl"})
+        span = "" if not ms else f", {math_('m')} = {ms[0]}" + (f" to {ms[-1]}" if ms[-1] > ms[0] else "")
+        out.append(f"The genericity checks draw blocks and data afresh: {sum(r['draws'] for r in drawn)} draws over "
+                   f"{len(drawn)} {'kind and shape' if len(drawn) == 1 else 'kinds and shapes'}{span}.")
+    out.append(f"Of the {len(every)} checks, {count['certified']} are certified (every rounding error enclosed), "
+               f"{count['estimate']} are floating-point estimates and {count['exact']} exact decisions on the data.")
+    return " ".join(out)

@@ -2,8 +2,10 @@
 
 Written for a referee who has not seen the code.  It renders only what the report holds (no
 recomputation), and nothing from its ``timings`` section, so two runs with the same seed give
-identical summaries: up front the code that ran (version and commit), the profile and seed,
-the engine self-check's verdict and the instance shapes of each theorem; then per theorem its
+identical summaries: first the scope (:func:`verify.reporting.results.scope`: the blocks, the
+shapes as the checks used them, the kinds of checks, evidence on these instances), then the code
+that ran (version and commit), the profile and seed, the engine self-check's verdict and the
+instance shapes of each theorem; then per theorem its
 statement, hypotheses and a table of its checks (value rounded up, bound rounded down, verdict,
 kind), each row citing a note that says what its value is and where its bound comes from; the
 solver's reach measured in the run (work budget); and, when their pytest-benchmark JSON files
@@ -28,7 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from verify.reporting.results import KINDS, draws_only, kind_of, notes, witness_table, yes_no
+from verify.reporting.latex import plain
+from verify.reporting.results import KINDS, draws_only, kind_of, notes, scope, shapes_used, witness_table, yes_no
 from verify.reporting.rounding import bound, down, up
 from verify.version import NAME, describe
 
@@ -50,7 +53,8 @@ def _shown(c: dict[str, Any], key: str) -> str:
 
 
 def shapes(t: dict[str, Any]) -> str:
-    """The instance shapes a theorem was checked on, from its profile settings ((N, n, d) triples)."""
+    """The instance shapes a theorem was checked on: those its checks' names carry ((N, n, d)
+    triples), or its grid of kinds and shapes as its profile settings give it."""
     settings = t.get("profile_settings") or {}
     for key, one, many in (("grid", "kind and shape", "kinds and shapes"), ("rows", "instance", "instances")):
         if isinstance(settings.get(key), list) and settings[key]:
@@ -59,20 +63,20 @@ def shapes(t: dict[str, Any]) -> str:
             k = len(settings[key])  # genericity's (kind, shape) pairs, large instances' (theorem, shape, targets)
             return (f"{k} {one if k == 1 else many}" + (f", m = {min(ms)} to {max(ms)}" if ms else "")
                     + (f", {settings['draws']} draws each" if "draws" in settings else ""))
-    sizes = {k: tuple(v) for k, v in settings.items()
-             if isinstance(v, (list, tuple)) and len(v) == 3 and all(isinstance(x, int) for x in v)}
-    return ", ".join(f"{k} {v}" for k, v in sizes.items()) or "not recorded"
+    return ", ".join(map(str, shapes_used(t["checks"]))) or "not recorded"
 
 
-def selfcheck_line(doc: dict[str, Any]) -> str:
-    """What the report says of the engine's self-check run beside it (``doc["selfcheck"]``)."""
+def selfcheck_line(doc: dict[str, Any], file: bool = True) -> str:
+    """What the report says of the engine's self-check run beside it (``doc["selfcheck"]``);
+    ``file``: with the name of its report (not in a paper's text)."""
     s = doc.get("selfcheck")
     if not s:
         return ("not run with this report; `verify selfcheck --out OUT/selfcheck` before `verify run --out OUT` "
                 "adds it (`make verify` does).")
     same = "the same code" if s.get("code") == doc.get("code") else f"other code: {describe(s.get('code'))}"
+    where = f"{s['file']}, " if file else ""
     return (f"{'PASS' if s['passed'] else 'FAIL'}, {s['checks_passed']} of {s['checks']} checks (seed {s['seed']}, "
-            f"{s['file']}, {same}).")
+            f"{where}{same}).")
 
 
 def _witness_table(witnesses: list[dict[str, Any]]) -> list[str]:
@@ -141,7 +145,8 @@ def _genericity_table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|")
+    """Report text in a Markdown table cell: its mathematics as plain text (:func:`plain`), bars escaped."""
+    return plain(text).replace("|", "\\|")
 
 
 def _benchmarks(benchmark_json: str | Path) -> list[dict[str, Any]]:
@@ -196,6 +201,7 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
     every = [c for t in doc["theorems"] for c in t["checks"]]
     kinds = ", ".join(f"{sum(kind_of(c) == k for c in every)} {k}" for k in KINDS)
     out = [f"# Verification summary: {verdict} ({doc['profile']} profile, seed {doc['seed']})", "",
+           f"{scope(doc)} How to re-check a row: the section \"How to re-check\" below.", "",
            f"- Code: {NAME} {describe(doc.get('code'))}.",
            f"- Profile `{doc['profile']}`, seed {doc['seed']}: the blocks and every instance are drawn from the seed; "
            f"{doc.get('blocks', {}).get('initialisation', 'blocks as recorded in verification.json')}.",
@@ -215,9 +221,9 @@ def render(doc: dict[str, Any], benchmark_reach: list[dict[str, Any]] | None = N
     for t in doc["theorems"]:
         told = " (taken from the journal of an earlier run)" if t.get("from_journal") else ""
         distinct, cited = notes(t["checks"])
-        out += ["", f"## {t['name']}: {t['title']}{told}", "", t["statement"], ""]
+        out += ["", f"## {t['name']}: {plain(t['title'])}{told}", "", plain(t["statement"]), ""]
         if t.get("hypotheses"):
-            out += ["Hypotheses:", "", *(f"- {h}" for h in t["hypotheses"]), ""]
+            out += ["Hypotheses:", "", *(f"- {plain(h)}" for h in t["hypotheses"]), ""]
         if rows := draws_only(t["checks"]):
             out += _genericity_table(rows)
             continue
