@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -149,6 +150,19 @@ def test_the_terminal_and_the_summary_write_mathematics_as_plain_text(tmp_path):
         assert "V_0, V_1 generate gl(d)" in shown and "first tokens move by prod_k exp(tau_k V_b_k)" in shown
         assert not re.search(r"\\[A-Za-z]|\$", shown), re.search(r".{40}(\\[A-Za-z]|\$).{40}", shown)
     assert "$\\mathfrak{gl}(d)$" in (tmp_path / "appendix" / "appendix.tex").read_text()
+
+
+def test_a_run_beside_another_warns_of_no_port(tmp_path):
+    """Another Dask cluster (or anything) on port 8787: the local cluster's HTTP server takes a free
+    port instead and says nothing (it warned "Port 8787 is already in use" on every such run)."""
+    with socket.socket() as other:
+        try:
+            other.bind(("", 8787))
+        except OSError:
+            pass  # already taken, as the test needs it to be
+        other.listen()
+        r = run("run", "--theorem", "causal", "--profile", "quick", "--no-reach", "--out", str(tmp_path))
+    assert r.returncode == 0 and "Warning" not in r.stderr and "already in use" not in r.stderr, r.stderr
 
 
 def test_run_refuses_a_witnesses_folder_with_files_before_any_work(tmp_path):

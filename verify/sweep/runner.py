@@ -169,6 +169,9 @@ def _client(options: SweepOptions) -> Iterator[Any]:
         config = {"distributed.scheduler.allowed-failures": 0, "distributed.nanny.pre-spawn-environ": SINGLE_THREADED}
         with dask.config.set(config), LocalCluster(n_workers=options.workers or default_workers(), threads_per_worker=1,
                                                    processes=True, dashboard_address=None,
+                                                   # its HTTP server (health, metrics) on a free port: on 8787 a
+                                                   # second run at once warned "Port 8787 is already in use"
+                                                   scheduler_kwargs={"dashboard_address": ":0"},
                                                    silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
             yield client
         return
