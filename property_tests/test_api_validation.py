@@ -106,3 +106,22 @@ def test_dir_and_help_list_the_lazily_loaded_api():
     assert {"check", "rank", "interpolate", "write_report", "gaussian_blocks"} <= set(dir(verify))
     text = pydoc.render_doc(verify, renderer=pydoc.plaintext)
     assert all(f"{name}(" in text for name in ("check", "rank", "interpolate"))
+
+
+def test_long_calls_print_progress_to_stderr_only_when_asked_and_results_print_briefly(capsys):
+    import verify
+
+    blocks = verify.gaussian_blocks(0, 2)
+    X = np.array([[[1.0, 0.0], [0.0, 1.0]], [[0.5, -1.0], [2.0, 0.3]]])
+    quiet = verify.rank(blocks, X)
+    assert capsys.readouterr() == ("", "")  # the default says nothing
+    lines = []
+    verify.rank(blocks, X, progress=lines.append)
+    told = verify.rank(blocks, X, progress=True)
+    out, err = capsys.readouterr()
+    assert out == "" and lines and err.splitlines() == lines  # True prints what a callback receives, to stderr
+    assert told.verdict == quiet.verdict == "CERTIFIED"
+    shown = repr(told)  # the verdict and its numbers, not the bracket matrix behind them
+    assert shown.startswith("RankAnalysis(verdict='CERTIFIED'") and "matrix" not in shown and len(shown) < 600
+    with pytest.raises(verify.InputError, match="progress: expected a function"):
+        verify.rank(blocks, X, progress="yes")

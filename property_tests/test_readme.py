@@ -108,3 +108,16 @@ def test_the_python_example_runs_as_written(tmp_path):
                          env={"PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["CERTIFIED", "CERTIFIED"]
+
+
+def test_the_api_reference_documents_every_public_name_once_and_links_the_conventions():
+    import verify.api
+
+    pages = {p.stem: p.read_text() for p in ROOT.joinpath("docs", "api").glob("*.rst")}
+    targets = [m[1] for text in pages.values() for m in re.finditer(r"^\.\. auto(?:function|class):: (\S+)$", text, re.M)]
+    assert len(targets) == len(set(targets)), sorted(t for t in targets if targets.count(t) > 1)
+    documented = {t.rpartition(".")[2] for t in targets}
+    assert set(verify.api.__all__) <= documented, set(verify.api.__all__) - documented
+    toc = pages["index"].split(".. toctree::", 1)[1]
+    assert all(f"   {page}\n" in toc for page in ("functions", "types", "conventions", "verdicts", "reports"))
+    assert "literalinclude:: ../conventions.md" in pages["conventions"]

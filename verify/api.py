@@ -16,6 +16,10 @@ This module sits where :mod:`verify.cli` sits, on top of the engine and of the t
 * :func:`run_theorems` and :func:`write_report` -- the theorem checks T1-T3 and the solver's
   reach to a report (``verification-report/2``), and its summary and appendix.
 
+The long calls (:func:`rank`, :func:`interpolate`, :func:`check`, :func:`run_theorems`) say
+nothing unless asked: ``progress=True`` prints their progress lines to stderr, as the command
+line does, and a function of one line of text receives them instead.
+
 Bad input is refused before any work with :class:`verify.InputError` (a ``ValueError``), whose
 one-line message is the command line's (shapes, dimensions, non-finite values, decimals,
 admissibility): both go through :mod:`verify.io.validate`.
@@ -38,6 +42,7 @@ admissibility): both go through :mod:`verify.io.validate`.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -69,11 +74,12 @@ __all__ = ["Block", "RankAnalysis", "Settings", "Solution", "SweepOptions", "Ver
            "write_report"]
 
 Progress = Callable[[str], None]
+ProgressArg = Progress | bool | None  # a callback for each progress line; True: print them to stderr; None/False: quiet
 REPORT_FILES = ("verification.json", "summary.md")  # what write_report writes besides appendix/
 
 
 def rank(blocks: Sequence[Block], X: Any, *, max_degree: int = DEFAULT_MAX_DEGREE, certify: bool = True,
-         dps: int | None = None, budget: float = 600.0, progress: Progress | None = None) -> RankAnalysis:
+         dps: int | None = None, budget: float = 600.0, progress: ProgressArg = None) -> RankAnalysis:
     """The rank of the bracket matrix of the two blocks' fields on ``X`` (N, n, d: floats, or
     decimal strings taken exactly) against the invariants' exact bound: ``verdict`` CERTIFIED
     when an Arb minor proves it equal to the bound, UNDECIDED when it is not proved (a deficit is
@@ -83,7 +89,7 @@ def rank(blocks: Sequence[Block], X: Any, *, max_degree: int = DEFAULT_MAX_DEGRE
     _budget(budget)
     dps = None if dps is None else validate.digits(dps)
     return _rank.analyse(blocks, X, max_degree=max_degree, dps=dps, certify=certify,
-                         deadline=time.perf_counter() + budget, progress=progress)
+                         deadline=time.perf_counter() + budget, progress=_reporter(progress))
 
 
 def apply_control(blocks: Sequence[Block], steps: Sequence[tuple[int, float]], X: Any, depth: str = "continuous",
@@ -97,7 +103,7 @@ def apply_control(blocks: Sequence[Block], steps: Sequence[tuple[int, float]], X
 
 
 def interpolate(blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, settings: Settings | None = None,
-                progress: Progress | None = None) -> Solution:
+                progress: ProgressArg = None) -> Solution:
     """A control or network (``settings.depth``) mapping ``X`` onto ``Y`` within
     ``settings.tolerance``, searched within ``settings.time_budget`` seconds; inadmissible data
     are refused first (:class:`verify.InputError` naming the obstruction).  As ``verify interpolate``."""
@@ -108,7 +114,7 @@ def interpolate(blocks: Sequence[Block], X: np.ndarray, Y: np.ndarray, settings:
         raise InputError(f"settings: expected verify.Settings(...), got {type(settings).__name__}")
     blocks, X, Y = validate.problem(blocks, X, Y)
     check_admissible(X, Y, bool(blocks[0].causal), _depth(settings.depth))
-    return _solver.solve(blocks, np.asarray(X, dtype=float), np.asarray(Y, dtype=float), settings, progress)
+    return _solver.solve(blocks, np.asarray(X, dtype=float), np.asarray(Y, dtype=float), settings, _reporter(progress))
 
 
 def witness(blocks: Sequence[Block], X: Any, Y: Any, solution: Solution, tolerance: float | None = None,
@@ -143,7 +149,7 @@ def load_witness(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Witness:
 
 
 def check(w: Witness | dict[str, Any], *, estimate: bool = False, dps: int | None = None, budget: float = 600.0,
-          existence: bool = True, progress: Progress | None = None) -> Verdict:
+          existence: bool = True, progress: ProgressArg = None) -> Verdict:
     """The verdict on a witness (loaded, or a document as :func:`witness` makes it, validated
     here): by default a certificate (Arb ball arithmetic with every number as written; for a
     control also the existence of exact durations, ``existence``) within ``budget`` seconds; with
@@ -156,10 +162,23 @@ def check(w: Witness | dict[str, Any], *, estimate: bool = False, dps: int | Non
                          f"got {type(w).__name__}")
     _budget(budget)
     dps = None if dps is None else validate.digits(dps)
+    progress = _reporter(progress)
     if estimate:
         return Verdict.of(_replay.replay(w, dps or w.digits, progress))
     return Verdict.of(_replay.certify(w, dps, deadline=time.perf_counter() + budget, existence=existence,
                                       progress=progress))
+
+
+def _reporter(progress: Any) -> Progress | None:
+    """The callback a long call reports to: ``progress`` itself, stderr for True, none for None or False."""
+    if progress is True:
+        return lambda line: print(line, file=sys.stderr, flush=True)
+    if progress is None or progress is False:
+        return None
+    if not callable(progress):
+        raise InputError(f"progress: expected a function of one line of text, True (print to stderr) or None, "
+                         f"got {type(progress).__name__}")
+    return progress
 
 
 def _budget(seconds: Any) -> None:
@@ -175,7 +194,7 @@ def _depth(depth: Any) -> str:
 
 def run_theorems(profile: str = "quick", seed: int = 0, *, theorems: Sequence[str] | None = None, reach: bool = True,
                  options: SweepOptions | None = None, selfcheck: dict[str, Any] | None = None,
-                 progress: Progress | None = None) -> dict[str, Any]:
+                 progress: ProgressArg = None) -> dict[str, Any]:
     """The theorem checks (all, or ``theorems``) of ``profile`` on instances drawn from ``seed``,
     and with ``reach`` (when all theorems run) the solver's reach on independent targets, as a
     sweep (``options``; default in this process, no journal): the report document
@@ -191,6 +210,7 @@ def run_theorems(profile: str = "quick", seed: int = 0, *, theorems: Sequence[st
     if unknown:
         raise InputError(f"theorem {unknown[0]!r}: choose from {', '.join(registry.THEOREMS)}")
     validate.seed(seed)
+    progress = _reporter(progress)
     options = options or SweepOptions(scheduler="none")
     if options.check is None:  # results read back from a journal are validated like any input
         options = dataclasses.replace(options, check=registry.check_resumed)

@@ -16,5 +16,8 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_default_options = {"members": True, "undoc-members": False}
 html_theme = "alabaster"
+# the navigation (the pages) in the sidebar; the default "about" box wrapped the long project name over three lines
+html_sidebars = {"**": ["navigation.html", "relations.html", "searchbox.html"]}
+html_title = f"{project} {release}: API reference"
 html_static_path: list[str] = []
 exclude_patterns = ["_build"]

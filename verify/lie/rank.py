@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import mpmath
@@ -195,23 +195,23 @@ class RankAnalysis:
     sharp: bool
     reasons: list[str]
     rank: int
-    sigma: list[float]
+    sigma: list[float] = field(repr=False)  # the repr shows the verdict and its numbers, not the arrays behind them
     sigma_min: float
     first_dropped: float | None
     gap: float | None
     noise_level: float
     decided_by: str
-    levels: list[Level]
+    levels: list[Level] = field(repr=False)
     counting_degree: int
     max_degree: int
     words: int
     min_degree: int | None
-    certificate: dict[str, Any] | None
+    certificate: dict[str, Any] | None = field(repr=False)
     undecided: str | None
     weight_digits: float
-    sequences: list[int]
-    matrix: Any
-    scales: Any
+    sequences: list[int] = field(repr=False)
+    matrix: Any = field(repr=False)
+    scales: Any = field(repr=False)
 
     @property
     def certified(self) -> bool:

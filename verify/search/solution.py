@@ -23,15 +23,15 @@ class Solution:
 
     success: bool
     message: str
-    steps: Steps  # (block, duration) in continuous depth, (block, step) layers in finite depth
+    steps: Steps = field(repr=False)  # (block, duration) in continuous depth, (block, step) layers in finite depth
     error: float
     depth: int
     total_duration: float
     moves: int
     jacobians: int
     wall_time: float
-    settings: dict[str, Any] = field(default_factory=dict)
-    seeds: list[Any] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict, repr=False)
+    seeds: list[Any] = field(default_factory=list, repr=False)
     dps: int | None = None  # None: the steps are float64 and replay in float64; else replay at dps digits
     lost: dict[str, int] = field(default_factory=dict)  # fits lost in the finish, by stage (LOSSES); lm only
     pruned_from: int | None = None  # the depth before pruning (Settings.prune), when pruning removed steps

@@ -38,7 +38,7 @@ class Verdict:
     error: float = math.nan
     error_upper: float = math.nan
     reason: str | None = None
-    existence: dict[str, Any] | None = None
+    existence: dict[str, Any] | None = field(default=None, repr=False)  # its centre and radii: long; .existence has them
     record: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
