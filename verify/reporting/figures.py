@@ -9,8 +9,8 @@ stated).
 Figures are drawn WIDTH = 3.3 inches wide with FONT = 8 pt text, for one column of a paper at
 natural size.
 
-* ``trajectories`` -- token paths of the T1 control (d = 2), inputs (circles) to targets
-  (crosses), colour per sequence and line style per token, with a legend;
+* ``trajectories`` -- token paths of the T1 control (d = 2), one panel per sequence, inputs
+  (dots) to targets (squares), line style per token, with a legend;
 * ``singular_values`` -- singular values of the degree-scaled bracket matrix on the T1 inputs,
   columns of degree <= k, against k; the m-th largest marked (m = N n d, the rank needed) and
   the float64 noise level drawn;
@@ -68,6 +68,9 @@ _STYLES = ("-", "--", ":", "-.")
 
 
 def trajectories(doc: dict[str, Any]):
+    """One panel per sequence (tokens by line style): a shared panel tangled 57 steps of every
+    sequence together; inputs are filled dots drawn over the hollow target squares, so that an
+    input near a target stays visible."""
     c = _check(doc, "two_block", "trajectory")
     if c is None:
         return None
@@ -75,21 +78,23 @@ def trajectories(doc: dict[str, Any]):
     plt = _plt()
     from matplotlib.lines import Line2D
 
-    fig, ax = plt.subplots(figsize=(WIDTH, 3.0))
-    for s in range(T.shape[1]):
+    N = T.shape[1]
+    fig, axes = plt.subplots(1, N, figsize=(WIDTH, 2.0 + 0.4 * (N == 1)), squeeze=False)  # each at its own scale
+    for s, ax in enumerate(axes[0]):
         for i in range(T.shape[2]):
-            ax.plot(T[:, s, i, 0], T[:, s, i, 1], color=f"C{s}", ls=_STYLES[i % len(_STYLES)])
-            ax.plot(*T[0, s, i], "o", color=f"C{s}", ms=5, mfc="white", zorder=3)
-            ax.plot(*T[-1, s, i], "X", color=f"C{s}", ms=7, mec="black", mew=0.6, zorder=4)
-    handles = ([Line2D([], [], color=f"C{s}", label=f"sequence {s + 1}") for s in range(T.shape[1])]
-               + [Line2D([], [], color="0.3", ls=_STYLES[i % len(_STYLES)], label=f"token {i + 1}")
-                  for i in range(T.shape[2])]
-               + [Line2D([], [], ls="", marker="o", mfc="white", color="0.3", label="input"),
-                  Line2D([], [], ls="", marker="X", color="0.3", mec="black", label="target")])
-    ax.legend(handles=handles, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False, handlelength=1.8)
-    ax.set_xlabel("$x_1$")
-    ax.set_ylabel("$x_2$")
-    fig.tight_layout(pad=0.3)
+            ax.plot(T[:, s, i, 0], T[:, s, i, 1], color=f"C{s}", ls=_STYLES[i % len(_STYLES)], lw=1.0)
+            ax.plot(*T[-1, s, i], "s", color=f"C{s}", ms=7, mfc="none", mew=1.0, zorder=4)
+            ax.plot(*T[0, s, i], "o", color=f"C{s}", ms=4, mec="black", mew=0.5, zorder=5)
+        ax.set_title(f"sequence {s + 1}")
+        ax.set_xlabel("$x_1$")
+    axes[0, 0].set_ylabel("$x_2$")
+    handles = ([Line2D([], [], color="0.3", ls=_STYLES[i % len(_STYLES)], label=f"token {i + 1}")
+                for i in range(T.shape[2])]
+               + [Line2D([], [], ls="", marker="o", color="0.6", mec="black", mew=0.5, label="input"),
+                  Line2D([], [], ls="", marker="s", mfc="none", color="0.3", label="target")])
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, handlelength=1.6,
+               columnspacing=0.8, handletextpad=0.4)
+    fig.tight_layout(pad=0.3, w_pad=1.2, rect=(0, 0.1, 1, 1))
     return fig
 
 
@@ -129,6 +134,15 @@ def discretisation(doc: dict[str, Any]):
     fig, ax = plt.subplots(figsize=(WIDTH, 2.6))
     ax.loglog(h, bound, "s--", color="C1", ms=4, label="derived bound")
     ax.loglog(h, err, "o-", color="C0", ms=4, label=f"measured (fitted order {c['details']['order']:.3f})")
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    def sci(v: float, _: Any) -> str:  # 2 x 10^-3, every tick labelled
+        e = int(np.floor(np.log10(v) + 1e-9))
+        mant = round(v / 10.0**e)
+        return f"$10^{{{e}}}$" if mant == 1 else f"${mant}\\times 10^{{{e}}}$"
+
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # the steps span about one decade: one tick said nothing
+    ax.xaxis.set_major_formatter(FuncFormatter(sci))
     ax.xaxis.set_minor_formatter(plt.NullFormatter())
     ax.set_xlabel("layer step $h$")
     ax.set_ylabel("max |network $-$ flow|")
@@ -202,8 +216,8 @@ def genericity(doc: dict[str, Any]):
 
 
 FIGURES: dict[str, tuple[Callable[..., Any], str]] = {
-    "fig-trajectories": (trajectories, "Every token moves from its input (circle) to its target (cross) under the "
-                                       "control constructed for T1; colours are sequences, line styles tokens."),
+    "fig-trajectories": (trajectories, "Every token moves from its input (dot) to its target (square) under the "
+                                       "control constructed for T1, one panel per sequence; line styles are tokens."),
     "fig-singular-values": (singular_values, "Singular values of the degree-scaled Lie-bracket matrix on the T1 "
                                              "inputs, using the brackets of degree at most k: the rank m = N n d "
                                              "is reached where the m-th largest (dots) clears the float64 noise "
