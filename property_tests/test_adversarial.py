@@ -104,6 +104,10 @@ def test_rank_refuses_limits_in_one_line(tmp_path):
     np.save(tmp_path / "big.npy", np.random.default_rng(0).normal(size=(2000, 2, 2)))
     r = run("rank", "--inputs", "big.npy", "--seed", "0", cwd=tmp_path)
     assert one_line(r) and "over the limit of 512" in r.stderr
+    # 20000 x 32 x 2 as JSON, with the file limit raised: refused from its commas, before it is parsed
+    (tmp_path / "big.json").write_text(json.dumps(np.random.default_rng(0).normal(size=(20000, 32, 2)).round(3).tolist()))
+    r = run("--max-file-mb", "200", "rank", "--inputs", "big.json", "--seed", "0", cwd=tmp_path)
+    assert one_line(r) and "holds about 1280000 JSON values, over the limit of 400000" in r.stderr, r.stderr
 
 
 @pytest.fixture(scope="module")

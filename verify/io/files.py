@@ -47,6 +47,9 @@ import numpy as np
 from verify.io.errors import InputError
 
 MAX_NESTING = 64  # the formats need at most 6 levels (a witness's inputs inside the document)
+# values in one JSON file, counted by its commas before it is parsed (parsing 1.3 million numbers took 4.6 s): a
+# witness at the step limit has about 2 per step; a collection, at most 512 independent numbers for a rank
+MAX_JSON_VALUES = 400_000
 DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 # |exponent| of a decimal: the exact value of "6e-99999999999" (0.0 in binary64) is a rational whose
 # denominator has 10^11 digits, which took minutes and tens of GB to build; float64 spans 10^-324..10^308,
@@ -157,6 +160,10 @@ def _constant(where: str):
 
 def parse_json(text: str, where: str) -> Any:
     """Strict JSON (see the module docstring); every problem is one :class:`InputError`."""
+    values = text.count(",") + 1  # at least the values an array or object holds: a bound without parsing
+    if values > MAX_JSON_VALUES:
+        raise InputError(f"{where}: holds about {values} JSON values, over the limit of {MAX_JSON_VALUES}; a collection "
+                         "that large is beyond every check (split it)")
     depth = _nesting(text)
     if depth > MAX_NESTING:
         raise InputError(f"{where}: nested {depth} levels deep, over the limit of {MAX_NESTING}; not a file of these formats")
