@@ -85,7 +85,7 @@ def linearity_check(label: str, blocks, X: np.ndarray, seed: int) -> Check:
     return check(f"first tokens move by $\\prod_k \\exp(\\tau_k V_{{b_k}})$ [{label}]", gap,
                  10 * res.error_estimate + 1e3 * UNIT * scale,
                  r"10 x float64 integration error estimate + $10^3 u \max \lvert x \rvert$",
-                 quantity=f"max |first tokens - G x_1|, G the product of expm(tau V) at {HP_DIGITS} digits",
+                 quantity=f"max |first tokens - $G x_1$|, $G = \\prod_k \\exp(\\tau_k V_{{b_k}})$ at {HP_DIGITS} digits",
                  error_estimate=res.error_estimate)
 
 
