@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from theorems import registry
 from verify.reporting import appendix, latex, summary
 from verify.reporting.appendix import PREAMBLE
-from verify.reporting.results import draws_only
+from verify.reporting.results import draws_only, scope
 from verify.reporting.rounding import down
 from verify.version import CITATION, describe, provenance
 
@@ -209,6 +209,17 @@ def test_a_package_built_from_a_checkout_names_the_commit_outside_it(tmp_path):
     assert out[:2] == [info["commit"], str(info["dirty"])] and f"commit {info['commit'][:12]}" in " ".join(out)
     (site / "verify" / "_build.json").write_text('{"commit": ["not", "a", "commit"]}')
     assert subprocess.run(ask, **run).stdout.split()[:2] == ["None", "None"]
+
+
+def test_the_scope_says_which_blocks_each_kind_of_check_used():
+    doc = synthetic_report()
+    large = {"name": "large_instances", "title": "Larger instances", "statement": "S.", "passed": True,
+             "profile_settings": {"rows": [["T2", [4, 4, 4], "independent"]]},
+             "checks": [{**doc["theorems"][0]["checks"][3], "name": "the witness file maps ... [T2 m=64, N=4,n=4,d=4]"}]}
+    said = scope({**doc, "theorems": [*doc["theorems"], large]})
+    assert "one draw of the two blocks (seed 7) on the shapes (N, n, d) = (2, 2, 2), (3, 3, 2)." in said  # not (4, 4, 4)
+    assert "The larger instances draw their own blocks, one draw per row, m = 64." in said
+    assert "6 draws over 3 kinds and shapes, m = 4 to 16." in said and "Of the 12 checks, 11 are certified" in said
 
 
 def test_a_yes_no_word_always_agrees_with_the_verdict():

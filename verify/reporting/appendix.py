@@ -105,7 +105,7 @@ def _item(c: dict[str, Any], note: int) -> str:
     """One check as a list item: name; value and bound (or yes/no); verdict, kind and its note."""
     verdict = "pass" if c["passed"] else "\\textbf{FAIL}"
     word = yes_no(c)
-    value = f"{word}" if word else f"value {_shown(c, 'value')}, bound {_shown(c, 'bound')}"
+    value = word or f"value {_shown(c, 'value')}, bound {_shown(c, 'bound')}"
     return f"\\item {_name(c['name'])}: {value}; {verdict}, {escape(kind_of(c))}, note~{note}."
 
 
@@ -131,7 +131,7 @@ def render(doc: dict[str, Any], figures: list[tuple[str, str]] = (), statements:
         "% A paper in another directory than the one `verify` ran in first sets where the figures are,",
         "% and where the code can be found (printed in the reproducibility paragraph):",
         "%   \\newcommand{\\VerifyAppendixDir}{path/to/this/directory}",
-        "%   \\newcommand{\\VerifyCodeURL}{\\url{https://...}}",
+        "%   \\newcommand{\\VerifyCodeURL}{https://...}   (or \\url{...} where the paper loads url or hyperref)",
         *([] if here == directory else ["% (the directory written to has characters LaTeX cannot take in a file "
                                         "name; set \\VerifyAppendixDir)"]),
         f"\\providecommand{{\\VerifyAppendixDir}}{{{here}}}",

@@ -203,9 +203,15 @@ def shapes_used(checks: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
     return sorted(found, key=lambda s: (math.prod(s), s))
 
 
+def _span(ms: set[int], math_: Callable[[str], str]) -> str:
+    """", m = 8 to 64" (", m = 32" for one size; nothing for none)."""
+    return "" if not ms else f", {math_('m')} = {min(ms)}" + (f" to {max(ms)}" if max(ms) > min(ms) else "")
+
+
 def scope(doc: dict[str, Any], math_: Callable[[str], str] = str) -> str:
-    """What a report shows, in two or three sentences: the blocks (one draw, from the seed) and the
-    shapes the theorem checks used, the genericity draws, how many checks of each kind, and that
+    """What a report shows, in a few sentences: the blocks (one draw, from the seed) and the shapes
+    the theorem checks used, the genericity draws, the larger instances (a theorem whose profile
+    settings list ``rows``: blocks drawn per row), how many checks of each kind, and that
     this is evidence on these instances, not a proof for all N, n, d.  ``math_`` marks up a
     formula (``str`` for plain text; the appendix passes one that typesets it).
 
@@ -216,7 +222,8 @@ def scope(doc: dict[str, Any], math_: Callable[[str], str] = str) -> str:
     certified (every rounding error enclosed), 0 are floating-point estimates and 0 exact
     decisions on the data.
     """
-    fixed = [c for t in doc["theorems"] if not draws_only(t["checks"]) for c in t["checks"]]
+    own = [t for t in doc["theorems"] if (t.get("profile_settings") or {}).get("rows")]  # blocks drawn per row
+    fixed = [c for t in doc["theorems"] if not draws_only(t["checks"]) and t not in own for c in t["checks"]]
     drawn = [r for t in doc["theorems"] for r in draws_only(t["checks"])]
     every = [c for t in doc["theorems"] for c in t["checks"]]
     count = {k: sum(kind_of(c) == k for c in every) for k in KINDS}
@@ -224,10 +231,12 @@ def scope(doc: dict[str, Any], math_: Callable[[str], str] = str) -> str:
     out = [f"Evidence on these instances, not a proof for all {math_('N, n, d')}: the theorem checks use one draw of "
            f"the two blocks (seed {doc['seed']}) on the shapes {math_('(N, n, d)')} = {listed}."]
     if drawn:
-        ms = sorted({m for r in drawn for m in r["m"] if r["kind"] != "gl"})
-        span = "" if not ms else f", {math_('m')} = {ms[0]}" + (f" to {ms[-1]}" if ms[-1] > ms[0] else "")
+        span = _span({m for r in drawn for m in r["m"] if r["kind"] != "gl"}, math_)
         out.append(f"The genericity checks draw blocks and data afresh: {sum(r['draws'] for r in drawn)} draws over "
                    f"{len(drawn)} {'kind and shape' if len(drawn) == 1 else 'kinds and shapes'}{span}.")
+    if own:
+        span = _span({math.prod(s) for t in own for s in shapes_used(t["checks"])}, math_)
+        out.append(f"The larger instances draw their own blocks, one draw per row{span}.")
     out.append(f"Of the {len(every)} checks, {count['certified']} are certified (every rounding error enclosed), "
                f"{count['estimate']} are floating-point estimates and {count['exact']} exact decisions on the data.")
     return " ".join(out)
