@@ -26,7 +26,7 @@ the same seed gives the same files.  Text from the report reaches LaTeX only thr
 ...        "title": "T_1 & more", "latex": "$x$", "passed": True, "checks": [{"name": "rank [N=1,n=2,d=2]",
 ...        "value": 0.0, "bound": 0.0, "passed": True, "certified": True, "origin": "exact", "quantity": "q"}]}]}
 >>> tex = render(doc)
->>> "T\\_1 \\& more" in tex and "\\label{verify-two-block}" in tex
+>>> "T\\\\_1 \\\\& more" in tex and "\\\\label{verify-two-block}" in tex
 True
 >>> print(next(line for line in tex.splitlines() if "rank [" in line))
 \\item rank [$(N, n, d) = (1, 2, 2)$]: value $0$, bound $\\le 0$; pass, certified, note~1.
