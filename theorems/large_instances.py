@@ -52,8 +52,10 @@ HYPOTHESES = [
 TRIES = 3  # independent instances tried per row before it fails
 THEOREMS = {"T1": "continuous", "T2": "finite", "T3": "continuous"}
 
-# (theorem, shape, targets); seconds: the certificate's and the existence proof's caps each (c32 rows took
-# 38-305 s and 86-424 s in `make certificates`, docs/verdicts.md 2026-12-07)
+# (theorem, shape, targets); starts: the solver's work budget per instance (with 32: T2 m = 18, 32, 64 found on
+# instance 1 in 1.4, 5.0, 138 s; T1 m = 8 on instance 3, after 59 and 50 s on the others; docs/verdicts.md
+# 2026-12-08); seconds: the certificate's and the existence proof's caps each (c32 rows took 38-305 s and 86-424 s
+# in `make certificates`, docs/verdicts.md 2026-12-07)
 PROFILES = {
     "quick": {"rows": [], "starts": 16, "seconds": 120.0},
     "standard": {"rows": [], "starts": 16, "seconds": 300.0},
@@ -89,7 +91,8 @@ def unit(theorem: str, shape: list[int] | tuple[int, int, int], targets: str, se
         return [c.as_dict() for c in out]
     for i in range(TRIES):
         blocks, X, Y, _ = instance(theorem, shape, i, seed)
-        sol = solve(blocks, X, Y, Settings(depth=depth, seed=i, time_budget=seconds, max_starts=starts))
+        # a work budget (starts), never a clock, so the row is the same on every machine
+        sol = solve(blocks, X, Y, Settings(depth=depth, seed=i, time_budget=math.inf, max_starts=starts))
         if sol.success:
             out = witness_checks(label, blocks, X, Y, depth, sol.steps, Settings().tolerance, sol.dps, existence=True,
                                  targets="independent", tried=i + 1, **caps)
