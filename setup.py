@@ -5,8 +5,8 @@ Everything else is in pyproject.toml.  Building from a git checkout of the suite
 reads it when the package does not run from a checkout.  An sdist or a tarball has no commit to
 fix, and records none."""
 
+import importlib.util
 import json
-import subprocess
 from pathlib import Path
 
 from setuptools import setup
@@ -15,22 +15,14 @@ from setuptools.command.build_py import build_py
 HERE = Path(__file__).resolve().parent
 
 
-def _git(*args):
-    try:
-        p = subprocess.run(["git", "--no-optional-locks", "-C", str(HERE), *args], capture_output=True, text=True,
-                           timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return p.stdout.strip() if p.returncode == 0 else None
-
-
 def build_info():
-    """{"commit", "dirty"} of the checkout this file is in, or None outside one (as verify.version)."""
-    top = _git("rev-parse", "--show-toplevel")
-    if top is None or Path(top).resolve() != HERE:
-        return None
-    status = _git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": _git("rev-parse", "HEAD"), "dirty": None if status is None else bool(status)}
+    """{"commit", "dirty"} of the checkout this file is in, or None outside one: what
+    verify.version.provenance says there (its file alone is loaded: the build has no NumPy)."""
+    spec = importlib.util.spec_from_file_location("_suite_version", HERE / "verify" / "version.py")
+    version = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(version)
+    p = version.provenance()
+    return {"commit": p["commit"], "dirty": p["dirty"]} if p["commit"] else None
 
 
 class BuildWithProvenance(build_py):

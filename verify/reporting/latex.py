@@ -72,7 +72,7 @@ def text(value: Any) -> str:
 
 _PLAIN_WORDS = {"lVert": "||", "rVert": "||", "lvert": "|", "rvert": "|", "le": "<=", "leq": "<=", "ge": ">=",
                 "geq": ">=", "ne": "!=", "neq": "!=", "top": "T", "times": "x", "cdot": "*", "to": "->", "mapsto": "->",
-                "in": "in", "infty": "inf", "ldots": "...", "dots": "...", "approx": "~", "pm": "+-", ",": " ", ";": " ",
+                "infty": "inf", "ldots": "...", "dots": "...", "approx": "~", "pm": "+-", ",": " ", ";": " ",
                 "!": ""}
 
 
